@@ -1,0 +1,28 @@
+"""Attention Explorer: the entry point. `streamlit run app.py`.
+
+Builds the navigation from the lesson path (ui/lesson.py): a page appears once
+its file exists in pages/.
+"""
+
+import streamlit as st
+
+from ui.lesson import available
+
+st.set_page_config(
+    page_title="Attention Explorer",
+    page_icon=":material/visibility:",
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
+
+pages = [
+    st.Page(
+        lesson.file,
+        title=lesson.title,
+        icon=lesson.icon,
+        url_path=lesson.url_path or None,
+        default=lesson.url_path == "",
+    )
+    for lesson in available()
+]
+st.navigation(pages, position="sidebar", expanded=True).run()

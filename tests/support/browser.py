@@ -1,0 +1,166 @@
+"""Drive `streamlit run` in Debian's Chromium via Playwright (no browser downloads).
+
+Shared by the browser tests and bench/run.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+# Installed before any page script: timestamps every websocket message the app
+# receives. A rerun is over when its last message (script finished) has arrived;
+# the script-state attribute alone can miss a fast rerun that React batches away.
+_WS_SPY = """
+(() => {
+  const Orig = window.WebSocket;
+  window.__wsTimes = [];
+  function Spy(...args) {
+    const ws = new Orig(...args);
+    ws.addEventListener('message', () => window.__wsTimes.push(performance.now()));
+    return ws;
+  }
+  Spy.prototype = Orig.prototype;
+  for (const k of ['CONNECTING', 'OPEN', 'CLOSING', 'CLOSED']) Spy[k] = Orig[k];
+  window.WebSocket = Spy;
+})();
+"""
+
+# Stamps the key press itself, in the same page clock as the messages.
+_ARM_JS = """
+() => {
+  window.__t0 = null;
+  document.addEventListener('keydown', () => {
+    if (window.__t0 === null) window.__t0 = performance.now();
+  }, {capture: true, once: true});
+}
+"""
+
+# Done when the app is idle, a message arrived after the key press, and nothing
+# more has arrived for `quiet` ms.
+_DONE_JS = """
+(quiet) => {
+  if (window.__t0 === null) return false;
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  const after = window.__wsTimes.filter(t => t >= window.__t0);
+  if (after.length === 0) return false;
+  return performance.now() - after[after.length - 1] > quiet;
+}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(app: str = "app.py", port: int | None = None) -> Iterator[str]:
+    """Start `streamlit run app` on 127.0.0.1, yield its base URL, stop it by pid."""
+    port = port or free_port()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "streamlit", "run", app,
+            "--server.address=127.0.0.1", f"--server.port={port}",
+            "--server.headless=true", "--browser.gatherUsageStats=false",
+            "--server.fileWatcherType=none",
+        ],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError("streamlit did not become healthy in 90 s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def wait_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the script has finished its run (the status widget is not reliable)."""
+    page.wait_for_selector(IDLE, timeout=timeout_ms, state="attached")
+
+
+def open_page(browser, url: str, *, width: int = 1400, height: int = 900):
+    # A fresh context per page: no shared tabs, timers or caches between measurements.
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.add_init_script(_WS_SPY)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
+    wait_idle(page)
+    page.wait_for_timeout(300)  # let the last deltas paint
+    wait_idle(page)
+    return page, errors
+
+
+def rerun_latency_ms(page, slider_index: int = 0, key: str = "ArrowRight") -> float:
+    """Press a key on a slider; return key press -> last message of the rerun, in ms."""
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index)
+    thumb.focus()
+    page.evaluate(_ARM_JS)
+    page.keyboard.press(key)
+    page.wait_for_function(_DONE_JS, arg=400, timeout=60_000, polling=50)
+    return float(
+        page.evaluate(
+            "() => { const a = window.__wsTimes.filter(t => t >= window.__t0);"
+            " return a[a.length - 1] - window.__t0; }"
+        )
+    )
+
+
+def plotly_count(page) -> int:
+    """Charts actually drawn (plotly has built its SVG)."""
+    return page.locator('[data-testid="stPlotlyChart"]:has(.main-svg)').count()

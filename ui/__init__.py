@@ -1,0 +1,59 @@
+"""The UI kit: the only layer that knows about URLs and widgets.
+
+Pages import from here; no page parses the URL itself.
+"""
+
+from . import _warm  # noqa: F401  (first: heavy imports, then gc.freeze)
+from .chrome import (
+    device,
+    device_badge,
+    escape,
+    explain,
+    page_header,
+    prev_next,
+    show,
+    try_this,
+)
+from .controls import (
+    log_slider,
+    multiselect,
+    note,
+    number,
+    pow2_slider,
+    radio,
+    safe_text,
+    select_slider,
+    selectbox,
+    show_notes,
+    slider,
+    text,
+    toggle,
+)
+from .lesson import LESSONS, Lesson, available
+
+__all__ = [
+    "LESSONS",
+    "Lesson",
+    "available",
+    "device",
+    "device_badge",
+    "escape",
+    "explain",
+    "log_slider",
+    "multiselect",
+    "note",
+    "number",
+    "page_header",
+    "pow2_slider",
+    "prev_next",
+    "radio",
+    "safe_text",
+    "select_slider",
+    "selectbox",
+    "show",
+    "show_notes",
+    "slider",
+    "text",
+    "toggle",
+    "try_this",
+]

@@ -1,0 +1,99 @@
+"""The page chrome every page shares: header, device badge, charts, Try this, Previous/Next."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+import torch
+
+from attn_core import device_label, pick_device
+from figures import Chart
+
+from . import controls
+from .lesson import Lesson, available, by_file
+
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
+
+
+@st.cache_resource(max_entries=1)
+def _device() -> tuple[torch.device, str | None]:
+    """Chosen once per server. A bad ATTN_DEVICE falls back to the CPU with a note."""
+    try:
+        return pick_device(), None
+    except ValueError as e:
+        return torch.device("cpu"), f"ATTN_DEVICE was ignored: {e}. Computing on the CPU."
+
+
+def device() -> torch.device:
+    """Where this page computes."""
+    return _device()[0]
+
+
+def device_badge() -> None:
+    dev, problem = _device()
+    st.caption(
+        f":material/memory: Computed live by PyTorch {torch.__version__.split('+')[0]} "
+        f"on **{device_label(dev)}**"
+    )
+    if problem:
+        st.warning(problem)
+
+
+def page_header(file: str, intro: str | None = None) -> Lesson:
+    """Title, the question the page answers, an intro, and where it computes."""
+    lesson = by_file(file)
+    if st.session_state.get("_ui_page") != file:
+        controls.reset_notes()  # notes about another page's link do not belong here
+        st.session_state["_ui_page"] = file
+    st.title(lesson.title)
+    st.markdown(f"*{lesson.question}*")
+    if intro:
+        st.markdown(intro)
+    device_badge()
+    return lesson
+
+
+def show(chart: Chart, *, key: str | None = None) -> None:
+    """A chart, then the caption that says what to notice."""
+    st.plotly_chart(chart.fig, config=PLOTLY_CONFIG, key=key, alt=chart.alt)
+    st.caption(chart.caption)
+
+
+def try_this(items: list[tuple[str, str]]) -> None:
+    """A box of experiments: (what to do, what you should see)."""
+    with st.container(border=True):
+        st.markdown("##### :material/science: Try this")
+        st.markdown("\n".join(f"- **{do}** — {see}" for do, see in items))
+
+
+def explain(title: str, body: str, *, expanded: bool = False) -> None:
+    """A short explanation in a collapsible box."""
+    with st.expander(title, expanded=expanded, icon=":material/lightbulb:"):
+        st.markdown(body)
+
+
+def escape(text: str) -> str:
+    """User text for markdown: HTML-escaped and with markdown punctuation neutralised."""
+    s = html.escape(str(text), quote=False)
+    return "".join("\\" + ch if ch in "\\`*_{}[]()#+-.!|~<>$" else ch for ch in s)
+
+
+def prev_next(file: str) -> None:
+    """Previous / Next along the lesson path, and where you are in it."""
+    lessons = available()
+    files = [lesson.file for lesson in lessons]
+    i = files.index(file)
+    st.divider()
+    left, mid, right = st.columns([2, 1, 2], vertical_alignment="center")
+    if i > 0:
+        prev = lessons[i - 1]
+        left.page_link(prev.file, label=f"Previous: {prev.title}", icon=":material/arrow_back:")
+    mid.caption(f"Step {i + 1} of {len(lessons)}")
+    if i + 1 < len(lessons):
+        nxt = lessons[i + 1]
+        right.page_link(nxt.file, label=f"Next: {nxt.title}", icon=":material/arrow_forward:")

@@ -1,0 +1,296 @@
+"""Controls bound to URL query parameters, with visible fallbacks.
+
+Each control's widget key *is* its URL parameter name (and, by convention, the
+attn_core argument it feeds): `d_k` is `d_k` from the address bar to the tensor.
+
+Streamlit itself drops a URL value the widget cannot take (wrong type, out of
+range, not an option) and silently shows the default. Here every control reads
+the raw URL value first, then compares it with what the widget ended up
+holding; when they differ the page gets a note saying what was asked for and
+what is shown instead. Notes stay until the user changes that control.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+_NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
+_RUN_NOTES = "_ui_run_notes"  # session_state: notes raised by page logic this run
+
+
+def _raw(key: str) -> str | list[str] | None:
+    """The URL's value for `key` before the widget consumes it (None when absent)."""
+    qp = st.query_params
+    if key not in qp:
+        return None
+    values = qp.get_all(key)
+    if len(values) == 1:
+        return values[0]
+    return values
+
+
+def safe_text(text: Any, limit: int = 40) -> str:
+    """User text made safe inside a markdown code span: no backticks, no newlines, short."""
+    s = str(text)
+    s = re.sub(r"[`\r\n\t]", " ", s)
+    s = "".join(ch for ch in s if ch.isprintable())
+    if len(s) > limit:
+        s = s[:limit] + "…"
+    return s or " "
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_show(v) for v in value) or "none"
+    return str(value)
+
+
+def _record(key: str, raw: Any, value: Any, ok: bool, expected: str) -> None:
+    notes = st.session_state.setdefault(_NOTES, {})
+    if raw is not None and not ok:
+        shown = safe_text(raw if not isinstance(raw, list) else ",".join(raw))
+        notes[key] = (
+            f"The link asked for `{key}={shown}`, which this page cannot use "
+            f"({expected}); showing **{_show(value)}** instead.",
+            value,
+        )
+    elif key in notes and notes[key][1] != value:
+        del notes[key]  # the user moved this control: the old complaint no longer applies
+
+
+def _float_eq(raw: Any, value: float) -> bool:
+    try:
+        x = float(raw)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(x) and math.isclose(x, float(value), rel_tol=1e-9, abs_tol=1e-12)
+
+
+def slider(
+    key: str,
+    label: str,
+    lo: int | float,
+    hi: int | float,
+    default: int | float,
+    *,
+    step: int | float | None = None,
+    fmt: str | None = None,
+    help: str | None = None,
+) -> Any:
+    """A numeric slider bound to ?key=…; ints stay ints."""
+    raw = _raw(key)
+    value = st.slider(
+        label, lo, hi, default, step=step, format=fmt, key=key, help=help, bind="query-params"
+    )
+    _record(key, raw, value, _float_eq(raw, value), f"a number from {_show(lo)} to {_show(hi)}")
+    return value
+
+
+def select_slider(
+    key: str,
+    label: str,
+    options: Sequence[Any],
+    default: Any,
+    *,
+    fmt: Callable[[Any], str] = str,
+    help: str | None = None,
+    expected: str | None = None,
+) -> Any:
+    """A slider over fixed options (powers of two, log-spaced values)."""
+    raw = _raw(key)
+    value = st.select_slider(
+        label,
+        options=list(options),
+        value=default,
+        format_func=fmt,
+        key=key,
+        help=help,
+        bind="query-params",
+    )
+    ok = raw is not None and (fmt(value) == raw or _float_eq(raw, value))
+    if expected is None:
+        expected = f"one of {fmt(options[0])} … {fmt(options[-1])}"
+    _record(key, raw, value, ok, expected)
+    return value
+
+
+def log_values(lo: float, hi: float, extra: Sequence[float] = ()) -> list[float]:
+    """Round, log-spaced values between lo and hi: …, 0.1, 0.15, 0.2, 0.3, 0.5, 0.7, 1, …"""
+    out = set(extra) | {lo, hi}
+    for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1):
+        for m in (1, 1.5, 2, 3, 5, 7):
+            x = float(f"{m * 10.0**e:.6g}")
+            if lo <= x <= hi:
+                out.add(x)
+    return sorted(out)
+
+
+def log_slider(
+    key: str, label: str, lo: float, hi: float, default: float, *, help: str | None = None
+) -> float:
+    """A slider that moves on a log scale, e.g. temperature 0.05 … 20."""
+    options = log_values(lo, hi, (default,))
+    return select_slider(
+        key,
+        label,
+        options,
+        default,
+        fmt=lambda x: f"{x:g}",
+        help=help,
+        expected=f"a value from {lo:g} to {hi:g} on the slider's scale",
+    )
+
+
+def pow2_slider(key: str, label: str, lo: int, hi: int, default: int, *, help=None) -> int:
+    """A slider over powers of two, e.g. d_k = 1, 2, 4 … 1024."""
+    options = [2**i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1)]
+    return select_slider(
+        key,
+        label,
+        options,
+        default,
+        help=help,
+        expected=f"a power of two from {lo} to {hi}",
+    )
+
+
+def radio(
+    key: str,
+    label: str,
+    options: Sequence[Any],
+    default: Any,
+    *,
+    fmt: Callable[[Any], str] = str,
+    horizontal: bool = True,
+    help: str | None = None,
+) -> Any:
+    raw = _raw(key)
+    options = list(options)
+    value = st.radio(
+        label,
+        options,
+        index=options.index(default),
+        format_func=fmt,
+        key=key,
+        horizontal=horizontal,
+        help=help,
+        bind="query-params",
+    )
+    ok = raw is not None and (raw == fmt(value) or raw == str(value))
+    _record(key, raw, value, ok, "one of " + ", ".join(fmt(o) for o in options))
+    return value
+
+
+def selectbox(
+    key: str,
+    label: str,
+    options: Sequence[Any],
+    default: Any,
+    *,
+    fmt: Callable[[Any], str] = str,
+    help: str | None = None,
+) -> Any:
+    raw = _raw(key)
+    options = list(options)
+    value = st.selectbox(
+        label,
+        options,
+        index=options.index(default),
+        format_func=fmt,
+        key=key,
+        help=help,
+        bind="query-params",
+    )
+    ok = raw is not None and (raw == fmt(value) or raw == str(value))
+    _record(key, raw, value, ok, "one of " + ", ".join(fmt(o) for o in options))
+    return value
+
+
+def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> bool:
+    raw = _raw(key)
+    value = st.toggle(label, value=default, key=key, help=help, bind="query-params")
+    ok = isinstance(raw, str) and raw.lower() == str(value).lower()
+    _record(key, raw, value, ok, "true or false")
+    return value
+
+
+def number(key: str, label: str, lo: int, hi: int, default: int, *, help: str | None = None) -> int:
+    """An integer box (seeds, counts)."""
+    raw = _raw(key)
+    value = st.number_input(
+        label,
+        min_value=lo,
+        max_value=hi,
+        value=default,
+        step=1,
+        key=key,
+        help=help,
+        bind="query-params",
+    )
+    _record(key, raw, value, _float_eq(raw, value), f"a whole number from {lo} to {hi}")
+    return int(value)
+
+
+def text(
+    key: str, label: str, default: str, *, max_chars: int = 500, help: str | None = None
+) -> str:
+    """Free text; always shown back as text, never as HTML."""
+    raw = _raw(key)
+    value = st.text_input(
+        label, value=default, max_chars=max_chars, key=key, help=help, bind="query-params"
+    )
+    value = value if value is not None else default
+    _record(key, raw, value, raw == value, f"text of at most {max_chars} characters")
+    return value
+
+
+def multiselect(
+    key: str,
+    label: str,
+    options: Sequence[Any],
+    default: Sequence[Any] = (),
+    *,
+    fmt: Callable[[Any], str] = str,
+    help: str | None = None,
+) -> list[Any]:
+    raw = _raw(key)
+    value = st.multiselect(
+        label,
+        list(options),
+        default=list(default),
+        format_func=fmt,
+        key=key,
+        help=help,
+        bind="query-params",
+    )
+    asked = [raw] if isinstance(raw, str) else (raw or [])
+    asked = [a for part in asked for a in part.split(",") if a != ""]
+    ok = raw is not None and sorted(asked) == sorted(fmt(v) for v in value)
+    _record(key, raw, value, ok, "a list of " + ", ".join(fmt(o) for o in options))
+    return value
+
+
+def note(message: str) -> None:
+    """A page-logic fallback for this run (e.g. heads that do not divide d_model)."""
+    st.session_state.setdefault(_RUN_NOTES, []).append(message)
+
+
+def show_notes() -> None:
+    """Render every pending note as a warning; call once, after the page's controls."""
+    url_notes = [m for m, _ in st.session_state.get(_NOTES, {}).values()]
+    run_notes = st.session_state.pop(_RUN_NOTES, [])
+    for message in url_notes + run_notes:
+        st.warning(message, icon=":material/link_off:")
+
+
+def reset_notes() -> None:
+    """Forget URL notes (called when the user arrives on a different page)."""
+    st.session_state[_NOTES] = {}
+    st.session_state[_RUN_NOTES] = []

@@ -1,0 +1,94 @@
+"""The lesson's path: one entry per page, in teaching order.
+
+`app.py` builds the navigation from this list; a page joins it only when its
+file exists (no stub pages). Previous/Next links follow the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Lesson:
+    url_path: str  # "" for home
+    title: str
+    icon: str
+    file: str  # relative to the repository root
+    question: str  # what the page answers, shown on the home page
+
+
+LESSONS: list[Lesson] = [
+    Lesson("", "Home", ":material/home:", "pages/home.py", "What does attention compute?"),
+    Lesson(
+        "scaling",
+        "Why √d_k",
+        ":material/straighten:",
+        "pages/scaling.py",
+        "Why divide by √d_k — and what breaks, at initialisation, if you forget?",
+    ),
+    Lesson(
+        "softmax",
+        "Softmax and values",
+        ":material/functions:",
+        "pages/softmax.py",
+        "Why softmax, how are values mixed, and where does the arithmetic overflow?",
+    ),
+    Lesson(
+        "multi-head",
+        "Multi-head",
+        ":material/view_column:",
+        "pages/multi_head.py",
+        "Why run attention eight times in parallel instead of once?",
+    ),
+    Lesson(
+        "masks",
+        "Masks",
+        ":material/grid_on:",
+        "pages/masks.py",
+        "How do masks work, and how does a wrong shape fail silently?",
+    ),
+    Lesson(
+        "training",
+        "Training lab",
+        ":material/model_training:",
+        "pages/training.py",
+        "Does a model really stop learning without √d_k?",
+    ),
+    Lesson(
+        "cost",
+        "Cost and FlashAttention",
+        ":material/memory:",
+        "pages/cost.py",
+        "Where do time and memory go, and how does FlashAttention avoid the T×T matrix?",
+    ),
+    Lesson(
+        "alternatives",
+        "Beyond the dot product",
+        ":material/alt_route:",
+        "pages/alternatives.py",
+        "Why the dot product won, and why attention weights are not explanations.",
+    ),
+    Lesson(
+        "heads",
+        "Trained heads",
+        ":material/psychology:",
+        "pages/heads.py",
+        "What do the heads of a real trained model do?",
+    ),
+]
+
+
+def available() -> list[Lesson]:
+    """The lessons whose page file exists, in order."""
+    return [lesson for lesson in LESSONS if (ROOT / lesson.file).is_file()]
+
+
+def by_file(file: str) -> Lesson:
+    for lesson in LESSONS:
+        if lesson.file == file:
+            return lesson
+    raise KeyError(file)
