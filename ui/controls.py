@@ -24,7 +24,14 @@ _RUN_NOTES = "_ui_run_notes"  # session_state: notes raised by page logic this r
 
 
 def _raw(key: str) -> str | list[str] | None:
-    """The URL's value for `key` before the widget consumes it (None when absent)."""
+    """The URL's value for `key` when the widget is about to be seeded from it.
+
+    Only on the widget's first run in this visit (its key not yet in session
+    state): afterwards the widget's own state wins and the URL follows it.
+    Returns None when absent.
+    """
+    if key in st.session_state:
+        return None
     qp = st.query_params
     if key not in qp:
         return None

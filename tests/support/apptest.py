@@ -1,0 +1,46 @@
+"""AppTest helpers: run one page through app.py (real navigation) with URL parameters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_page(file: str, timeout: float = 60, **params: str) -> AppTest:
+    """Run `file` (e.g. "pages/scaling.py") as if opened with ?k=v…; return the AppTest.
+
+    Goes through app.py so st.navigation, page config and the UI kit are exercised.
+    """
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if file != "pages/home.py":
+        # Open the page directly, like a shared link: the first run of a fresh session
+        # lands on it. (A switch after a first run would behave like in-app navigation,
+        # which clears the URL's parameters.) The page registry comes from a probe run.
+        probe = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        probe.run()
+        at._registered_pages = probe._registered_pages
+        at.switch_page(file)
+    for k, v in params.items():
+        at.query_params[k] = str(v)
+    at.run()
+    return at
+
+
+def plotly_specs(at: AppTest) -> list[dict]:
+    """Every plotly chart on the page as its JSON figure (AppTest shows them as UnknownElement)."""
+    specs = []
+    for el in at.main.get("plotly_chart") + at.sidebar.get("plotly_chart"):
+        specs.append(json.loads(el.proto.spec))
+    return specs
+
+
+def warnings(at: AppTest) -> list[str]:
+    return [w.value for w in at.warning]
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
