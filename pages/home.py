@@ -32,6 +32,29 @@ def run() -> None:
         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"
     )
 
+    first_look()
+    ui.try_this(
+        [
+            ("Set d_k to 512 and switch the scaling off", "almost every row turns one-hot."),
+            (
+                "Switch it back on",
+                "the rows soften again whatever d_k is: that is what √d_k is for.",
+            ),
+            ("Set d_k to 1 with scaling off", "scaling changes nothing, since √1 = 1."),
+        ]
+    )
+
+    st.subheader("The lesson, one question per page")
+    for i, lesson in enumerate(ui.available()[1:], start=1):
+        st.page_link(
+            lesson.file, label=f"{i}. {lesson.title} — {lesson.question}", icon=lesson.icon
+        )
+    ui.prev_next(FILE)
+
+
+@st.fragment
+def first_look() -> None:
+    """The live demo; a fragment, so moving its controls reruns only this part."""
     st.subheader("A first look")
     left, right = st.columns([1, 2], gap="large")
     with left:
@@ -61,24 +84,6 @@ def run() -> None:
                 "Switch the scaling off and raise d_k to watch the rows harden.",
             )
         )
-
-    ui.try_this(
-        [
-            ("Set d_k to 512 and switch the scaling off", "almost every row turns one-hot."),
-            (
-                "Switch it back on",
-                "the rows soften again whatever d_k is: that is what √d_k is for.",
-            ),
-            ("Set d_k to 1 with scaling off", "scaling changes nothing, since √1 = 1."),
-        ]
-    )
-
-    st.subheader("The lesson, one question per page")
-    for i, lesson in enumerate(ui.available()[1:], start=1):
-        st.page_link(
-            lesson.file, label=f"{i}. {lesson.title} — {lesson.question}", icon=lesson.icon
-        )
-    ui.prev_next(FILE)
 
 
 run()

@@ -50,7 +50,7 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     if st.session_state.get("_ui_page") != file:
         controls.reset_notes()  # notes about another page's link do not belong here
         st.session_state["_ui_page"] = file
-    st.title(lesson.title)
+    st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
     if intro:
         st.markdown(intro)

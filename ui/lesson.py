@@ -19,10 +19,22 @@ class Lesson:
     icon: str
     file: str  # relative to the repository root
     question: str  # what the page answers, shown on the home page
+    heading: str = ""  # the page's h1 when it differs from its navigation title
+
+    @property
+    def h1(self) -> str:
+        return self.heading or self.title
 
 
 LESSONS: list[Lesson] = [
-    Lesson("", "Home", ":material/home:", "pages/home.py", "What does attention compute?"),
+    Lesson(
+        "",
+        "Home",
+        ":material/home:",
+        "pages/home.py",
+        "What does attention compute?",
+        heading="Attention Explorer",
+    ),
     Lesson(
         "scaling",
         "Why √d_k",

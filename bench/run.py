@@ -1,0 +1,158 @@
+"""Benchmarks. `python bench/run.py` prints tables; nothing here asserts on time.
+
+(a) kernels: `attention` beside the plain three-op composition
+    softmax(q @ kᵀ · s) @ v, and `fused_attention` beside F.scaled_dot_product_attention,
+    at T ∈ {64, 256, 1024}, 8 heads, d_k = 64, on the current device. Timings are
+    interleaved (A, B, A, B, …) so machine noise hits both sides alike; ratios are
+    medians of per-round ratios.
+(b) latency: for every page (and the heavy views the issues name), the median
+    key press → rerun finished time in headless Chromium, next to a bare
+    one-slider page served at the same time and measured alternately.
+(c) page-specific benchmarks in bench/<page>.py, when present (main() prints a table).
+
+Options: --only kernels|latency|pages, --rounds N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from attn_core import attention, device_label, fused_attention, pick_device  # noqa: E402
+
+# Extra views per page (query strings) that the issues ask to be measured.
+HEAVY_VIEWS = {
+    "scaling": ["d_k=1024&tokens=64"],
+    "multi-head": ["d_model=1024&heads=16&tokens=64"],
+}
+
+
+def _time(fn, sync) -> float:
+    sync()
+    t = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - t
+
+
+def _candidates(q, k, v) -> dict:
+    s = q.shape[-1] ** -0.5
+    return {
+        "attention": lambda: attention(q, k, v),
+        "3-op": lambda: torch.softmax(q @ k.transpose(-2, -1) * s, -1) @ v,
+        "fused": lambda: fused_attention(q, k, v),
+        "SDPA": lambda: F.scaled_dot_product_attention(q, k, v),
+    }
+
+
+def _repeat(fn, n: int):
+    def run():
+        for _ in range(n):
+            fn()
+
+    return run
+
+
+def bench_kernels(rounds: int) -> None:
+    dev = pick_device()
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    print(f"\n(a) kernels on {device_label(dev)}, torch {torch.__version__}, B=1, h=8, d_k=64")
+    head = f"{'attention':>10} {'3-op':>10} {'ratio':>6} | {'fused':>10} {'SDPA':>10} {'ratio':>6}"
+    print(f"{'T':>6} | {head}")
+    print("-" * 72)
+    for T in (64, 256, 1024):
+        g = torch.Generator().manual_seed(0)
+        q, k, v = (torch.randn(1, 8, T, 64, generator=g).to(dev) for _ in range(3))
+        inner = max(1, int(2e8 // (T * T * 64 * 8)))  # keep each sample ~ms long
+        fns = {name: _repeat(fn, inner) for name, fn in _candidates(q, k, v).items()}
+        times = {name: [] for name in fns}
+        with torch.no_grad():
+            for fn in fns.values():  # warm up
+                fn()
+            for _ in range(rounds):
+                for name, fn in fns.items():
+                    times[name].append(_time(fn, sync) / inner)
+        med = {n: statistics.median(t) for n, t in times.items()}
+        r1 = statistics.median(
+            a / b for a, b in zip(times["attention"], times["3-op"], strict=True)
+        )
+        r2 = statistics.median(a / b for a, b in zip(times["fused"], times["SDPA"], strict=True))
+        print(
+            f"{T:>6} | {med['attention'] * 1e3:>8.3f}ms {med['3-op'] * 1e3:>8.3f}ms {r1:>6.2f} |"
+            f" {med['fused'] * 1e3:>8.3f}ms {med['SDPA'] * 1e3:>8.3f}ms {r2:>6.2f}"
+        )
+
+
+def bench_latency(rounds: int) -> None:
+    from tests.support.browser import chromium, open_page, rerun_latency_ms, streamlit_server
+    from ui.lesson import available
+
+    views = []
+    for lesson in available():
+        views.append((lesson.url_path, ""))
+        views += [(lesson.url_path, qs) for qs in HEAVY_VIEWS.get(lesson.url_path, [])]
+    print(
+        "\n(b) rerun latency, key press -> rerun finished, headless Chromium,"
+        f" {rounds} presses each"
+    )
+    print(f"{'view':<42} {'page p50':>9} {'bare p50':>9} {'ratio':>6}")
+    print("-" * 70)
+    with (
+        streamlit_server() as app_url,
+        streamlit_server("bench/bare_app.py") as bare_url,
+        chromium() as b,
+    ):
+        for path, qs in views:
+            page, _ = open_page(b, f"{app_url}/{path}" + (f"?{qs}" if qs else ""))
+            bare, _ = open_page(b, bare_url)
+            p, q = [], []
+            for i in range(rounds):
+                key = "ArrowRight" if i % 2 == 0 else "ArrowLeft"  # two values, back and forth
+                q.append(rerun_latency_ms(bare, key=key))
+                p.append(rerun_latency_ms(page, key=key))
+            page.context.close()
+            bare.context.close()
+            name = ("/" + path) + (f"?{qs}" if qs else "")
+            pm, qm = statistics.median(p), statistics.median(q)
+            print(f"{name:<42} {pm:>7.0f}ms {qm:>7.0f}ms {pm / qm:>6.2f}")
+
+
+def bench_pages() -> None:
+    for script in sorted((ROOT / "bench").glob("*.py")):
+        if script.name in {"run.py", "bare_app.py", "load.py"}:
+            continue
+        spec = importlib.util.spec_from_file_location(f"bench_{script.stem}", script)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        if hasattr(mod, "main"):
+            print(f"\n(c) bench/{script.name}")
+            mod.main()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--only", choices=["kernels", "latency", "pages"])
+    ap.add_argument("--rounds", type=int, default=15)
+    a = ap.parse_args()
+    if a.only in (None, "kernels"):
+        bench_kernels(a.rounds)
+    if a.only in (None, "latency"):
+        bench_latency(a.rounds)
+    if a.only in (None, "pages"):
+        bench_pages()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Every page in a real browser: Debian's Chromium driven by Playwright against `streamlit run`.
+
+For each page of the lesson path: it loads, shows no exception box, draws its
+charts, and reruns after a slider is moved with the keyboard. The server is
+started once on 127.0.0.1 and stopped by its process id.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.support.browser import (
+    CHROMIUM,
+    chromium,
+    open_page,
+    plotly_count,
+    rerun_latency_ms,
+    streamlit_server,
+    wait_idle,
+)
+from ui.lesson import available
+
+pytestmark = pytest.mark.browser
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("REQUIRE_BROWSER"):
+        raise RuntimeError(f"REQUIRE_BROWSER is set but {CHROMIUM} is missing")
+    pytest.skip(f"{CHROMIUM} not installed", allow_module_level=True)
+
+EXCEPTION = '[data-testid="stException"]'
+
+
+@pytest.fixture(scope="module")
+def server():
+    with streamlit_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as b:
+        yield b
+
+
+@pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
+def test_page_renders_charts_and_reruns_on_a_slider_key_press(server, browser, lesson):
+    page, errors = open_page(browser, f"{server}/{lesson.url_path}")
+    try:
+        assert page.locator("h1").first.inner_text().strip() == lesson.h1
+        assert page.locator(EXCEPTION).count() == 0
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=30_000)
+        charts = plotly_count(page)
+        assert charts >= 1
+        assert page.locator('[data-testid="stSlider"] input[type="range"]').count() >= 1
+        ms = rerun_latency_ms(page)
+        assert ms > 0
+        wait_idle(page)
+        assert page.locator(EXCEPTION).count() == 0
+        assert plotly_count(page) >= 1
+        assert not errors, errors
+    finally:
+        page.context.close()
+
+
+def test_bad_url_value_shows_a_note_in_the_browser(server, browser):
+    page, _ = open_page(browser, f"{server}/?d_k=abc")
+    try:
+        alert = page.locator('[data-testid="stAlert"]').first
+        alert.wait_for(timeout=30_000)
+        assert "d_k=abc" in alert.inner_text()
+        assert page.locator(EXCEPTION).count() == 0
+    finally:
+        page.context.close()
+
+
+def test_url_reproduces_a_view(server, browser):
+    page, _ = open_page(browser, f"{server}/?d_k=512&scaled=false")
+    try:
+        title = page.locator('[data-testid="stPlotlyChart"] .gtitle').first
+        title.wait_for(timeout=30_000)
+        assert "d_k = 512, unscaled" in title.text_content()
+    finally:
+        page.context.close()
