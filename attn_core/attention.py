@@ -24,17 +24,21 @@ class AttentionResult:
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+    def fail(why: str):
+        shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        raise ValueError(f"{why}; got {shapes}")
+
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k and v need at least 2 dims (..., T, d); got {shapes}")
+        fail("q, k and v need at least 2 dims (..., T, d)")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must share d_k (last dim); got {shapes}")
+        fail("q and k must share d_k (last dim)")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must share T_k (second-to-last dim); got {shapes}")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(f"batch dims of q, k and v do not broadcast; got {shapes}") from None
+        fail("k and v must share T_k (second-to-last dim)")
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+        try:
+            torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        except RuntimeError:
+            fail("batch dims of q, k and v do not broadcast")
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"q, k and v must share a dtype; got {q.dtype}, {k.dtype}, {v.dtype}")
 
