@@ -82,3 +82,20 @@ def test_url_reproduces_a_view(server, browser):
         assert "d_k = 512, unscaled" in title.text_content()
     finally:
         page.context.close()
+
+
+def test_first_request_to_a_page_after_server_start_goes_through_app_py(browser):
+    """A shared link is often the first request a fresh server sees; it must get the app's
+    navigation and titles, not Streamlit's automatic pages/ listing of file names."""
+    lesson = available()[-1]
+    with streamlit_server() as url:
+        page, errors = open_page(browser, f"{url}/{lesson.url_path}")
+        try:
+            page.wait_for_selector("h1", timeout=30_000)
+            wait_idle(page)
+            assert page.locator("h1").first.inner_text().strip() == lesson.h1
+            nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+            assert "Home" in nav and lesson.title in nav
+            assert not errors, errors
+        finally:
+            page.context.close()

@@ -6,6 +6,8 @@ import html
 
 import streamlit as st
 import torch
+from streamlit import config as st_config
+from streamlit.runtime.pages_manager import PagesManager
 
 from attn_core import device_label, pick_device
 from figures import Chart
@@ -46,6 +48,15 @@ def device_badge() -> None:
 
 def page_header(file: str, intro: str | None = None) -> Lesson:
     """Title, the question the page answers, an intro, and where it computes."""
+    if PagesManager.uses_pages_directory:
+        # The very first request after the server starts may name a page file directly
+        # (e.g. /softmax): Streamlit then runs it through its automatic pages/ navigation,
+        # without app.py. Switch that mode off and rerun, so app.py's navigation, page
+        # config and titles apply; the same URL resolves to the same page. (AppTest resets
+        # the mode before every run, so there a rerun would only drop button clicks.)
+        PagesManager.uses_pages_directory = False
+        if not st_config.get_option("global.appTest"):
+            st.rerun()
     lesson = by_file(file)
     if st.session_state.get("_ui_page") != file:
         controls.reset_notes()  # notes about another page's link do not belong here

@@ -289,9 +289,16 @@ def note(message: str) -> None:
     st.session_state.setdefault(_RUN_NOTES, []).append(message)
 
 
-def show_notes() -> None:
-    """Render every pending note as a warning; call once, after the page's controls."""
-    url_notes = [m for m, _ in st.session_state.get(_NOTES, {}).values()]
+def show_notes(keys: Sequence[str] | None = None) -> None:
+    """Render pending notes as warnings, right after the controls they concern.
+
+    `keys` limits the link notes to those controls, so a page split into fragments
+    can show each section's notes under that section's controls (and have them
+    update when the fragment reruns). Page-logic notes from `note()` always show.
+    """
+    url_notes = [
+        m for k, (m, _) in st.session_state.get(_NOTES, {}).items() if keys is None or k in keys
+    ]
     run_notes = st.session_state.pop(_RUN_NOTES, [])
     for message in url_notes + run_notes:
         st.warning(message, icon=":material/link_off:")
