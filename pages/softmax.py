@@ -1,0 +1,374 @@
+"""Softmax and values: an example you edit, shift invariance, stability, temperature, dropout."""
+
+import dataclasses
+
+import pandas as pd
+import streamlit as st
+import torch
+
+import ui
+from attn_core import (
+    DTYPES,
+    LESSON_WEIGHTS,
+    SOFTMAX_EXAMPLES,
+    STABILITY_SCORES,
+    ExampleError,
+    convex_hull,
+    dropout_stats,
+    exp_limits,
+    mix_values,
+    parse_example,
+    shifted_weights,
+    softmax_steps,
+    stability_demo,
+    sum_normalised_steps,
+    temperature_sweep,
+)
+from figures import softmax as fs
+
+FILE = "pages/softmax.py"
+Q_COLS, K_COLS, V_COLS = ["q 1", "q 2", "q 3"], ["k 1", "k 2", "k 3"], ["v x", "v y"]
+START = (  # the example radio's help: its options are short so that links stay readable
+    "**lesson**: the lesson's values [2, 0], [0, 4], [1, 1] and q = [1, 2, 0]. "
+    "**negative**: one key points away from the query, so its score is negative. "
+    "**peaked**: four tokens, one key matches the query far better than the rest."
+)
+TABLES = ("q_table", "kv_table")  # the two st.data_editor keys
+LAST = "softmax_last_valid"  # session_state: (names, q, k, v) of the last fully valid table
+
+
+def _numpy(dc):
+    """A compute dataclass with its tensors as numpy: cheap for st.cache_data to pickle."""
+    t = {f.name: getattr(dc, f.name) for f in dataclasses.fields(dc)}
+    return dataclasses.replace(dc, **{k: v.numpy() for k, v in t.items() if torch.is_tensor(v)})
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def example_compute(q: tuple, k: tuple, v: tuple, sumnorm: bool):
+    rows = [a + b for a, b in zip(k, v, strict=True)]
+    ex = parse_example(q, rows, q_columns=Q_COLS, k_columns=K_COLS, v_columns=V_COLS)
+    soft = softmax_steps(ex)
+    steps = sum_normalised_steps(ex) if sumnorm else soft  # ValueError when Σ raw = 0
+    return _numpy(steps), _numpy(soft), convex_hull(ex.v).numpy()
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def stability(offset: int, dtype: str, device: str):
+    return stability_demo([s + offset for s in STABILITY_SCORES], dtype, device)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def sweep(scores: tuple, taus: tuple | None = None):
+    """Weights and entropy at the given τ; by default a log sweep from 0.01 to 100."""
+    tau = torch.logspace(-2, 2, 161, dtype=torch.float64) if taus is None else torch.tensor(taus)
+    return _numpy(temperature_sweep(torch.tensor(scores, dtype=torch.float64), tau))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def dropout(p: float, training: bool, seed: int):
+    return _numpy(dropout_stats(p, training, seed))
+
+
+def _forget_edits() -> None:
+    for key in TABLES:
+        st.session_state.pop(key, None)
+
+
+def edit_example(start: str) -> tuple:
+    """The two editable tables; returns (names, q, k, v) of the last valid example."""
+    names, q, k, v = SOFTMAX_EXAMPLES[start]
+    if st.session_state.get("softmax_start") != start:  # a new starting point: old edits go
+        _forget_edits()
+        st.session_state["softmax_start"] = start
+        st.session_state[LAST] = (list(names), q, k, v)
+    columns = ["token", *Q_COLS, *K_COLS, *V_COLS]
+    cfg = {c: st.column_config.TextColumn(c, width=58) for c in columns}
+    cfg["token"] = st.column_config.TextColumn("token", width=70, max_chars=12)
+    st.markdown("**Query q** (d_k = 3)")
+    q_df = pd.DataFrame([[f"{x:g}" for x in q]], columns=Q_COLS)
+    q_out = st.data_editor(q_df, key="q_table", hide_index=True, column_config=cfg)
+    st.markdown(
+        "**Tokens**: a key k and a 2-D value v each; 3 to 6 rows "
+        "(type into the empty last row to add one)."
+    )
+    rows = [[n, *(f"{x:g}" for x in a + b)] for n, a, b in zip(names, k, v, strict=True)]
+    kv_df = pd.DataFrame(rows, columns=["token", *K_COLS, *V_COLS])
+    kv_out = st.data_editor(
+        kv_df, key="kv_table", num_rows="dynamic", hide_index=True, column_config=cfg
+    )
+    try:
+        q_cells = q_out.iloc[0].tolist() if len(q_out) else []
+        cells = kv_out[K_COLS + V_COLS].values.tolist()
+        ex = parse_example(q_cells, cells, q_columns=Q_COLS, k_columns=K_COLS, v_columns=V_COLS)
+        labels = fs.token_labels(kv_out["token"].tolist())
+        as_tuples = (tuple(map(tuple, t.tolist())) for t in (ex.k, ex.v))
+        st.session_state[LAST] = (labels, tuple(ex.q.tolist()), *as_tuples)
+    except ExampleError as e:
+        where = [f"row {e.row}" if e.row else "", f"column **{e.column}**" if e.column else ""]
+        cell = f" `{ui.safe_text(e.cell)}`" if e.cell is not None else ""
+        st.error(
+            f"{', '.join(w for w in where if w) or 'The table'}:{cell} — {e.reason}. "
+            "The charts keep showing the last valid example.",
+            icon=":material/table_edit:",
+        )
+    st.button("Undo my edits", on_click=_forget_edits, icon=":material/undo:")
+    return st.session_state[LAST]
+
+
+def section_example(start: str, sumnorm: bool) -> tuple:
+    """1. The worked example. Returns (names, scaled scores) for the later sections."""
+    left, right = st.columns([1, 1.05], gap="large")
+    with left:
+        names, q, k, v = edit_example(start)
+    try:
+        steps, soft, hull = example_compute(q, k, v, sumnorm)
+    except ValueError as e:
+        st.error(f"Sum normalisation is impossible here: {e}. Showing softmax instead.")
+        steps, soft, hull = example_compute(q, k, v, False)
+    with right:
+        other = (soft.output, "softmax output, for comparison") if sumnorm else (None, "")
+        ui.show(fs.hull_plot(names, v, hull, steps, other_output=other[0], other_label=other[1]))
+        if not steps.inside_hull:
+            st.error(
+                "With weights from the sum of raw scores, the output **left the convex hull**"
+                f" (weights {', '.join(f'{w:.3g}' for w in steps.weights)})."
+            )
+        elif sumnorm and (steps.weights < 0).any():
+            st.info("A weight is negative, yet this output happens to stay inside the hull.")
+    terms = " + ".join(
+        f"{w:.3f}·[{a:g}, {b:g}]" for w, (a, b) in zip(steps.weights, v, strict=True)
+    )
+    st.latex(rf"z = \sum_i w_i v_i = {terms} = [{steps.output[0]:.3f},\ {steps.output[1]:.3f}]")
+    st.table(fs.steps_table(names, steps, d_k=len(q)))
+    ui.show(fs.steps_bars(names, steps, d_k=len(q)))
+    return names, tuple(soft.scores.tolist())
+
+
+@st.fragment
+def section_shift(names: list, scores: tuple) -> None:
+    st.subheader("2 · Shift invariance: adding a constant changes nothing")
+    left, right = st.columns([1, 2.4], gap="large")
+    with left:
+        c = ui.slider("shift", "c, added to every score", -50.0, 50.0, 5.0, step=0.5)
+        s = torch.tensor(scores, dtype=torch.float64)  # (T,)
+        w, w_c = (t.numpy() for t in shifted_weights(s, c))
+        st.metric("Largest change in any weight", f"{abs(w_c - w).max():.1e}")
+        st.caption("Zero up to float64 rounding (about 1e-16), whatever c is.")
+    with right:
+        ui.show(fs.shift_bars(names, s.numpy(), c, w, w_c))
+    st.table(fs.shift_table(names, s.numpy(), c, w, w_c))
+
+
+@st.fragment
+def section_stability() -> None:
+    st.subheader("3 · Numerical stability: exp overflows, subtracting the max does not")
+    left, right = st.columns([1, 2], gap="large")
+    with left:
+        offset = ui.slider("offset", "Offset added to the scores [100, 101, 102]", -850, 750, 0)
+        dtype = ui.radio("dtype", "Precision", list(DTYPES), "float32")
+    r = stability(offset, dtype, str(ui.device()))
+    lim, top = r.limits, max(r.scores)
+    with left:
+        st.metric(f"e^x overflows above, in {dtype}", f"{lim.overflow_at:.2f}")
+        st.metric(f"Largest finite {dtype}", f"{lim.max_finite:.3g}")
+        st.metric("Largest score now", f"{top:g}", f"{lim.overflow_at - top:+.1f} to the limit")
+    with right:
+        ui.show(fs.naive_vs_stable(r))
+    if r.naive_ok:
+        st.success("Naive and stable softmax agree: every e^s and their sum are finite, non-zero.")
+    elif top > lim.overflow_at or r.logsumexp > lim.overflow_at:
+        st.error(
+            f"Naive softmax broke: e^s or their sum (ln Σ e^s = {r.logsumexp:.2f}) passed "
+            f"{lim.max_finite:.3g}, the largest {dtype}, and became inf; inf ÷ inf is NaN."
+        )
+    else:
+        st.error(
+            f"Naive softmax broke the other way: every e^s fell below the smallest {dtype} "
+            f"(e^x is 0 for x below {lim.underflow_at:.1f}); 0 ÷ 0 is NaN."
+        )
+    if len(set(r.scores)) < len(r.scores):
+        st.info(f"{dtype} cannot even store these scores apart: they round to {r.scores}.")
+    st.table(fs.stability_table(r))
+    ui.show(fs.exp_range([exp_limits(d) for d in DTYPES], r.scores, dtype))
+
+
+@st.fragment
+def section_temperature(names: list, scores: tuple) -> None:
+    st.subheader("4 · Temperature: one knob from argmax to uniform")
+    left, right = st.columns([2, 1], gap="large", vertical_alignment="bottom")
+    with left:
+        tau = ui.log_slider("temperature", "Temperature τ: softmax(s ÷ τ)", 0.05, 20.0, 1.0)
+    sw, now, one = sweep(scores), sweep(scores, (tau,)), sweep(scores, (1.0,))
+    h_now = float(now.entropy[0])
+    right.metric("Entropy of the weights", f"{h_now:.3f} nats")
+    left, right = st.columns(2, gap="large")
+    with left:
+        ui.show(fs.temperature_bars(names, now.weights[0], one.weights[0], tau))
+    with right:
+        ui.show(fs.entropy_curve(sw, tau, h_now))
+
+
+@st.fragment
+def section_dropout() -> None:
+    st.subheader("5 · Dropout on the weights: rows sum to 1 only on average")
+    a, b, c = st.columns([2, 1.2, 1], gap="large")
+    with a:
+        p = ui.slider("dropout", "Dropout probability p", 0.0, 0.9, 0.1, step=0.05)
+    with b:
+        mode = ui.radio(
+            "mode",
+            "Mode",
+            ["train", "eval"],
+            "train",
+            help="train: dropout is on, as under model.train(); eval: it is off.",
+        )
+    with c:
+        seed = ui.number("seed", "Dropout seed", 0, 9999, 0)
+    d = dropout(p, mode == "train", seed)
+    a, b, c = st.columns(3, gap="large")
+    a.metric("Survivors are multiplied by", f"{d.survivor_scale:.3f}")
+    b.metric("Entries zeroed in this draw", f"{d.zeroed_fraction:.0%}")
+    c.metric("Largest |row sum − 1|, this draw", f"{abs(d.sample_row_sums - 1).max():.2g}")
+    left, right = st.columns(2, gap="large")
+    with left:
+        ui.show(fs.dropout_heatmap(d.sample, mode == "train", p))
+    with right:
+        ui.show(fs.row_sums_chart(d, mode == "train"))
+
+
+def run() -> None:
+    ui.page_header(
+        FILE,
+        "Softmax turns a query's scores into weights that are positive and add up to 1; the "
+        "output is those weights applied to the value vectors. Below, every number of that "
+        "journey is printed for a small example you can edit, followed by the properties that "
+        "make softmax the right choice and the numerical traps around it.",
+    )
+    notes = st.container()  # filled at the end, once every section's controls exist
+    st.subheader("1 · A worked example you can edit")
+    a, b = st.columns([1, 1.05], gap="large")
+    with a:
+        start = ui.radio("example", "Start from", list(SOFTMAX_EXAMPLES), "lesson", help=START)
+    with b:
+        sumnorm = ui.toggle(
+            "sumnorm",
+            "Normalise by the sum of raw scores instead",
+            False,
+            help="w_i = (q·k_i) / Σ_j (q·k_j): no exp.",
+        )
+    names, scores = section_example(start, sumnorm)
+    ui.try_this(
+        [
+            (
+                "Type -3 into k 2 of token t2",
+                "its score drops, its weight collapses and the "
+                "star slides away from v(t2), still inside the hull.",
+            ),
+            (
+                "Start from 'negative' and switch sum normalisation on",
+                "t1 gets weight −1 and "
+                "the star jumps far outside the shaded hull; softmax (open star) stays inside.",
+            ),
+            (
+                "Set the query to 0 0 0",
+                "every score is 0, every weight 1/T: the star sits on "
+                "the grey diamond, the plain mean.",
+            ),
+        ]
+    )
+    lesson = mix_values(
+        torch.tensor(LESSON_WEIGHTS, dtype=torch.float64),
+        torch.tensor(SOFTMAX_EXAMPLES["lesson"][3], dtype=torch.float64),
+    )
+    ui.explain(
+        "Why softmax, and not some other normalisation?",
+        "Softmax gives weights that are **never negative** and **add up to 1**, so the output is "
+        "a weighted average of the values: it lies in their convex hull and cannot blow up, "
+        "whatever the scores. Dividing raw scores by their sum also adds up to 1, but a "
+        "negative score becomes a negative weight and the output can land outside the values "
+        "(and a zero sum has no answer at all). Softmax is also smooth, so gradients reach "
+        "every score, and **shift invariant** (section 2), which is what makes it safe to "
+        "compute (section 3).\n\n"
+        f"With the lesson's weights {list(LESSON_WEIGHTS)} the values [2, 0], [0, 4], [1, 1] "
+        f"mix to **[{lesson[0]:.3f}, {lesson[1]:.3f}]**; equal weights give the plain mean "
+        "[1, 1.667]. The keys here are chosen so that the weights land close to the lesson's.",
+    )
+
+    section_shift(names, scores)
+    ui.try_this(
+        [
+            ("Move c to 50, then to −50", "the left bars travel; the right bars do not budge."),
+            ("Watch the 'difference' column", "it stays at the level of float64 rounding."),
+        ]
+    )
+    ui.explain(
+        "Why is it invariant?",
+        "e^(s+c) = e^c · e^s: every numerator and the denominator gain the same factor e^c, "
+        "which cancels. Only the *gaps* between scores matter, never their level.",
+    )
+
+    section_stability()
+    ui.try_this(
+        [
+            (
+                "float32, offset −14 and then −13",
+                "at −14 both agree; at −13 the largest e^s "
+                "overflows and the naive weights turn into NaN and zeros.",
+            ),
+            (
+                "Pick float16",
+                "the safe band is about −16.6 to 11.1: try offset −95 (fine) "
+                "and −120 (every e^s underflows to 0, and 0 ÷ 0 is NaN).",
+            ),
+            (
+                "Pick bfloat16 and offset 700",
+                "the scores cannot even be stored apart: bfloat16 keeps only 8 significant bits.",
+            ),
+        ]
+    )
+    ui.explain(
+        "How the stable version works",
+        "Subtract the largest score before exp: by shift invariance the weights are the same, "
+        "but now every exponent is ≤ 0, so each e^x lies in (0, 1] and the largest is exactly "
+        "1: nothing overflows, and the sum is at least 1, so it never is 0. PyTorch's "
+        "`torch.softmax` does this internally; hand-written `exp(x) / exp(x).sum()` does not.",
+    )
+
+    section_temperature(names, scores)
+    ui.try_this(
+        [
+            ("Drag τ down to 0.05", "one bar takes nearly all the weight; entropy nears 0."),
+            ("Drag τ up to 20", "the bars level out; entropy approaches ln T."),
+            (
+                "Type 1.7 into k 1 of t3 (t2 and t3 now tie), then drag τ to 0.05",
+                "entropy stops at ln 2 = 0.693, not 0: the argmax limit splits between the tie.",
+            ),
+        ]
+    )
+
+    section_dropout()
+    ui.try_this(
+        [
+            (
+                "Raise p to 0.5 in training mode",
+                "rows wander far from 1 in one draw; the "
+                "diamonds (means) still sit at 1; survivors are doubled.",
+            ),
+            ("Change the seed", "a different set of zeros, the same average."),
+            ("Switch to eval", "no zeros, no scaling, every row sums to 1."),
+        ]
+    )
+    ui.explain(
+        "Why a 'rows sum to 1' test must run in eval mode",
+        "Attention dropout acts on the weights *after* softmax: it zeroes each weight with "
+        "probability p and multiplies the rest by 1/(1 − p), so each row sums to 1 only on "
+        "average. That noise is the point (the model cannot lean on one attention edge), but "
+        "it means a check that every row sums to 1 fails at random in training mode. Run it "
+        "under `model.eval()` (or with dropout p = 0), where dropout is switched off.",
+    )
+    with notes:
+        ui.show_notes()
+    ui.prev_next(FILE)
+
+
+run()
