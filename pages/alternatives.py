@@ -1,0 +1,387 @@
+"""Beyond the dot product: other scoring functions, attention as a kernel smoother,
+and why attention weights are not explanations."""
+
+import math
+
+import numpy as np
+import streamlit as st
+
+import ui
+from attn_core import (
+    ADDITIVE_BUDGET_BYTES,
+    additive_intermediate_bytes,
+    additive_T_cap,
+    compare_scorings,
+    cosine_entropy_vs_tau,
+    format_bytes,
+    growth_exponent,
+    kernel_smoother_demo,
+    loud_key_example,
+    scoring_setup,
+    time_dot_vs_additive,
+    time_softmax_vs_linear,
+    weights_vs_contributions,
+)
+from attn_core.scoring import SPEED_D
+from figures import alternatives as fa
+
+FILE = "pages/alternatives.py"
+LABELS = [str(i) for i in range(1, 9)]  # eight tokens
+TAUS = np.logspace(-2, 1, 61)
+T_OPTIONS = (256, 4096)  # slider range for the largest T of the timing sweeps
+
+# Charts are cached as resources (shared, only ever read) keyed by the controls they use,
+# so a plain rerun neither computes nor builds a figure.
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def scoring_view(tau: float, seed: int):
+    s = scoring_setup(len(LABELS), seed=seed)
+    c = compare_scorings(s, tau)
+    ent = cosine_entropy_vs_tau(s.q, s.k, TAUS).numpy()  # the same q, k (T, d_k) as above
+    scaled = c.mean_entropy["scaled dot"]
+    lk = loud_key_example(tau)
+    return dict(
+        scores=fa.scores_grid(c.scores, LABELS),
+        weights=fa.weights_grid(c.weights, c.mean_entropy, LABELS),
+        entropy=fa.cosine_entropy_chart(TAUS, ent, scaled, len(LABELS), tau),
+        loud=fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, tau),
+        gap=c.absorption.max_abs_diff,
+        top=c.absorption.max_abs_score,
+        cos_range=(float(c.scores["cosine"].min()), float(c.scores["cosine"].max())),
+    )
+
+
+@st.cache_data(max_entries=4, show_spinner="Timing on this device…")
+def score_speed(Ts: tuple[int, ...], device: str):
+    rows = time_dot_vs_additive(Ts, device=device)
+    return [(r.T, r.dot_s, r.additive_s) for r in rows]
+
+
+@st.cache_data(max_entries=4, show_spinner="Timing on this device…")
+def attn_speed(Ts: tuple[int, ...], device: str):
+    rows = time_softmax_vs_linear(Ts, device=device)
+    return [(r.T, r.softmax_s, r.linear_s) for r in rows]
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def smoother_view(bandwidth: float):
+    d = kernel_smoother_demo(bandwidth)
+    return (
+        fa.smoother_chart(
+            d.x, d.y, d.x_query, d.truth, d.fits, bandwidth, d.probe, d.max_gap_softmax
+        ),
+        fa.probe_weights_chart(d.x, d.probe_weights, d.probe, bandwidth),
+    )
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def contribution_view(value_scale: float):
+    c = weights_vs_contributions(value_scale)
+    table = {
+        "token": c.tokens,
+        "weight α": c.weights.numpy(),
+        "‖v‖": c.value_norms.numpy(),
+        "‖α v‖": c.contributions.numpy(),
+        "‖Δo‖ deleted": c.renorm_change.numpy(),
+        "turn (°) deleted": c.renorm_angle_deg.numpy(),
+    }
+    return c, fa.contributions_chart(c.tokens, c.weights, c.contributions), table
+
+
+@st.fragment
+def scoring_section() -> None:
+    st.subheader("Five ways to score a query against a key")
+    st.markdown(
+        "Attention needs one number per (query, key) pair before softmax. The transformer's "
+        "choice, the dot product, is not the only one. Here the same eight random tokens "
+        "are scored five ways: **dot** qᵀk · **scaled dot** qᵀk/√d_k · **additive** "
+        "v_aᵀ tanh(W₁q + W₂k), a tiny neural network per pair (the original 2014 attention) · "
+        "**cosine** cos(q, k)/τ · **bilinear** qᵀWk with an extra learned matrix W."
+    )
+    left, right = st.columns([1, 3.5], gap="medium")
+    with left:
+        tau = ui.log_slider(
+            "tau", "τ — cosine temperature", 0.01, 10.0, 1.0,
+            help="Cosine scores are divided by τ before softmax. Small τ sharpens.",
+        )  # fmt: skip
+        seed = ui.number("seed", "Random seed (tokens and matrices)", 0, 10_000, 0)
+        ui.show_notes(keys=("tau", "seed"))
+        v = scoring_view(tau, seed)
+        st.metric(
+            "Bilinear − absorbed dot",
+            f"{v['gap']:.1e}",
+            help=f"Largest |difference| between qᵀWk and x(W_qW)·xW_k over all pairs. Scores "
+            f"reach {v['top']:.3g}; the difference is float64 rounding only.",
+        )
+        st.metric(
+            "Largest |cos(q, k)/τ|",
+            f"{max(abs(x) for x in v['cos_range']):.3g}",
+            help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
+        )
+    with right:
+        ui.show(v["scores"])
+        ui.show(v["weights"])
+    st.markdown(
+        "**Bilinear is redundant.** With q = xW_q, the bilinear score (xW_q)W(xW_k)ᵀ is the "
+        "plain dot product of x(W_qW) and xW_k. A learned W_q can become W_qW, so the extra "
+        "matrix adds parameters and no expressive power — the metric above is that identity, "
+        "checked live."
+    )
+
+    st.subheader("Cosine's bound: flat weights, and deaf to length")
+    c1, c2 = st.columns(2, gap="large")
+    with c1:
+        ui.show(v["entropy"])
+    with c2:
+        ui.show(v["loud"])
+    ui.try_this(
+        [
+            ("Leave τ at 1", "the cosine panel of weights is almost a flat colour: every row "
+             "is close to uniform, entropy near ln 8 = 2.08."),
+            ("Lower τ to 0.05", "cosine becomes as sharp as the dot product, and the aligned "
+             "short key takes nearly all the weight in the bar chart."),
+            ("Change the seed", "patterns change, but bilinear always matches the absorbed "
+             "dot product to about 1e-15, and dot is always sharper than scaled dot."),
+        ]
+    )  # fmt: skip
+    ui.explain(
+        "Why keep the length? Why not always normalise?",
+        "The dot product is ‖q‖‖k‖cos θ. The angle says *what* a key is about; the length "
+        "lets a key say *how strongly* it should be read. Models learn to use that — a key "
+        "with a large norm gets attention from many queries. Cosine divides the length away, "
+        "which makes scores bounded and stable but throws that channel out, and it needs a "
+        "temperature (usually learned) before softmax can be decisive at all.",
+    )
+
+
+def speed_section() -> tuple[int, ...]:
+    st.subheader("Why the dot product won: speed, measured here")
+    st.markdown(
+        "On paper additive and dot-product scores cost the same: O(T²·d) multiply-adds. In "
+        "practice the dot product is **one matrix multiply**, the operation hardware is built "
+        "for, while additive scoring must write a T×T×d tensor, apply tanh to every entry and "
+        "read it back."
+    )
+    left, right = st.columns([1, 2.5], gap="medium")
+    with left:
+        T = ui.pow2_slider(
+            "T", "T — longest sequence to time", *T_OPTIONS, 1024,
+            help="The timings run over T = 128, 256 … up to this value, with d = 64.",
+        )  # fmt: skip
+        cap = additive_T_cap(SPEED_D)
+        if cap < T:
+            need = format_bytes(additive_intermediate_bytes(T, T, SPEED_D))
+            ui.note(
+                f"At T = {T} additive scoring would build a {need} intermediate; additive is "
+                f"timed only up to T = {cap} ({format_bytes(ADDITIVE_BUDGET_BYTES)} cap). "
+                f"The other timings go up to {T}."
+            )
+        ui.show_notes(keys=("T",))
+    Ts = tuple(2**i for i in range(7, int(math.log2(T)) + 1))  # 128 … T
+    with right:
+        ui.show(memory_view(Ts))
+    score_timing(tuple(t for t in Ts if t <= cap))
+    ui.try_this(
+        [
+            ("Press the button at T = 1024", "additive takes many times longer than the dot "
+             "product for the same T² pairs, at every T in the sweep."),
+            ("Drag T to 4096", "the bars turn red: additive would need 4 GiB for one head of "
+             "one layer, so the page refuses to time it and says so."),
+        ]
+    )  # fmt: skip
+    return Ts
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def memory_view(Ts: tuple[int, ...]):
+    nbytes = [additive_intermediate_bytes(t, t, SPEED_D) for t in Ts]
+    return fa.memory_chart(Ts, nbytes, ADDITIVE_BUDGET_BYTES)
+
+
+def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> bool:
+    """A button that runs a timing; results stay shown until the sweep they belong to changes."""
+    if st.button(label, key=button_key, icon=":material/timer:"):
+        st.session_state[f"_alt_{button_key}"] = Ts
+    if st.session_state.get(f"_alt_{button_key}") == Ts:
+        return True
+    st.caption(
+        f"Not measured yet for T = {Ts[0]} … {Ts[-1]}: timings run only when asked "
+        "(a few seconds), then stay cached."
+    )
+    return False
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def score_speed_view(Ts: tuple[int, ...], device: str):
+    rows = score_speed(Ts, device)
+    return rows, fa.speed_chart(*zip(*rows, strict=True))
+
+
+@st.fragment
+def score_timing(Ts: tuple[int, ...]) -> None:
+    b, m1, m2 = st.columns([2, 1, 1], vertical_alignment="center")
+    with b:
+        measured = _measured("time_scores", "Time dot product vs additive on this device", Ts)
+    if not measured:
+        return
+    rows, chart = score_speed_view(Ts, str(ui.device()))
+    T_last, dot_s, add_s = rows[-1]
+    m1.metric(f"Additive ÷ dot at T = {T_last}", f"{add_s / dot_s:.3g}×")
+    m2.metric(
+        f"Intermediate at T = {T_last}",
+        format_bytes(additive_intermediate_bytes(T_last, T_last, SPEED_D)),
+    )
+    ui.show(chart)
+
+
+@st.fragment
+def smoother_section() -> None:
+    st.subheader("Attention is a kernel smoother")
+    st.markdown(
+        "Forget tokens for a moment. Keys are positions x_j on a line, values are noisy "
+        "measurements y_j, and a query at x asks for *the y around here*. The classic answer "
+        "(Nadaraya–Watson, 1964) is a weighted average of the y_j, with weights from a kernel "
+        "that falls off with distance — which is exactly the shape of attention."
+    )
+    st.markdown(
+        "Three smoothers of the same 80 samples: **Gaussian kernel** K = exp(−(x − x_j)²/2h²) · "
+        "**softmax attention** with query [x, 1]/h² and key [x_j, −x_j²/2] · **linear "
+        "attention**, φ(q)·φ(k) with φ = elu + 1 applied to 24 features of x (minus the "
+        "squared distance to 24 evenly spaced anchors, over h²)."
+    )
+    left, right = st.columns([1, 3.5], gap="medium")
+    with left:
+        bandwidth = ui.log_slider(
+            "bandwidth", "bandwidth h — kernel width", 0.1, 5.0, 0.5,
+            help="How far from the query a sample still gets weight.",
+        )  # fmt: skip
+        ui.show_notes(keys=("bandwidth",))
+    fit, probe = smoother_view(bandwidth)
+    with right:
+        ui.show(fit)
+        ui.show(probe)
+    ui.try_this(
+        [
+            ("Set the bandwidth to 5", "every curve flattens towards the mean of the samples: "
+             "each query now averages almost everything."),
+            ("Set it to 0.1", "the curves chase the noise. Linear attention turns lumpy: its 24 "
+             "anchors are 0.43 apart, too coarse for so narrow a kernel."),
+            ("Look for the softmax-attention curve", "you cannot see it: it lies exactly on "
+             "the Gaussian curve at every bandwidth."),
+        ]
+    )  # fmt: skip
+    ui.explain(
+        "Why is softmax attention *exactly* the Gaussian kernel here?",
+        "Expand the exponent: −(x − x_j)²/2h² = (x·x_j − x_j²/2)/h² − x²/2h². The last term "
+        "is the same for every key, and softmax ignores anything added to a whole row. What "
+        "is left is a dot product between the query [x, 1]/h² and the key [x_j, −x_j²/2]. So "
+        "softmax(q·k) is a normalised kernel; in a transformer the kernel is learned (through "
+        "W_q and W_k) and need not be symmetric.\n\n"
+        "**Linear attention** swaps exp(q·k) for φ(q)·φ(k) with a positive feature map φ "
+        "(here elu + 1). Then Σ_j φ(q)·φ(k_j) v_j = φ(q)ᵀ(Σ_j φ(k_j)v_jᵀ): the sum over keys "
+        "is computed once, and each query costs O(d²) instead of O(T·d). The price is that "
+        "the kernel must be written with a fixed, finite number of features.",
+    )
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def attn_speed_view(Ts: tuple[int, ...], device: str):
+    rows = attn_speed(Ts, device)
+    T_, soft, lin = zip(*rows, strict=True)
+    exps = (growth_exponent(T_, soft), growth_exponent(T_, lin))
+    return rows, fa.attn_speed_chart(T_, soft, lin, exps)
+
+
+@st.fragment
+def attn_timing(Ts: tuple[int, ...]) -> None:
+    st.markdown(
+        "**The cost of each.** Softmax attention builds the T×T weights; linear attention "
+        "never does. Timed at T = 128 … T (the T slider above), d = 64."
+    )
+    b, m1 = st.columns([2, 2], vertical_alignment="center")
+    with b:
+        measured = _measured("time_linear", "Time softmax vs linear attention on this device", Ts)
+    if not measured:
+        return
+    rows, chart = attn_speed_view(Ts, str(ui.device()))
+    T_last, soft, lin = rows[-1]
+    m1.metric(f"Softmax ÷ linear at T = {T_last}", f"{soft / lin:.3g}×")
+    ui.show(chart)
+
+
+@st.fragment
+def contribution_section() -> None:
+    st.subheader("Attention weights are not explanations")
+    st.markdown(
+        'A constructed example. The query is "good"; most of its weight goes to **[SEP]**, a '
+        "separator whose value vector is nearly zero, while **not** gets the least weight but "
+        "carries a long value. The output is Σ α_j v_j, so what a token *adds* is α_j v_j."
+    )
+    left, right = st.columns([1, 3], gap="medium")
+    with left:
+        value_scale = ui.slider(
+            "value_scale", "Length of [SEP]'s value vector", 0.0, 2.0, 0.02, step=0.01,
+            help="Every other value has length 1, except 'not' (length 5).",
+        )  # fmt: skip
+        ui.show_notes(keys=("value_scale",))
+        c, chart, table = contribution_view(value_scale)
+        st.markdown("**How far the output moves when one token's term is knocked out:**")
+        for j in (c.top, c.light):
+            st.metric(
+                f"without “{c.tokens[j]}” (α = {c.weights[j]:.2f})",
+                f"{c.knockout_change[j]:.3f}",
+                help="‖o − o without α_j v_j‖, the other weights unchanged. "
+                f"For scale: ‖o‖ = {float(c.output.norm()):.3f}.",
+            )
+    with right:
+        ui.show(chart)
+    with st.expander("Every token, and two ways of removing it", icon=":material/table:"):
+        fmt = {k: st.column_config.NumberColumn(format="%.3g") for k in list(table)[1:]}
+        st.dataframe(table, hide_index=True, column_config=fmt)
+        turn = c.renorm_angle_deg
+        st.caption(
+            "‖α v‖ is what a token adds, and exactly how far the output moves if its term is "
+            "knocked out. *Deleted* means removed from the sequence so that softmax re-spreads "
+            "its weight: the output is rescaled by 1/(1 − α_j) as well, so ‖Δo‖ can be large "
+            f"while its direction barely moves. Here deleting [SEP] turns the output by "
+            f"{turn[c.top]:.0f}°, deleting “not” by {turn[c.light]:.0f}° "
+            f"(‖o‖ = {float(c.output.norm()):.3f})."
+        )
+    ui.try_this(
+        [
+            ("Drag the value length to 0", "[SEP] keeps 58 % of the weight and contributes "
+             "exactly nothing; knocking it out changes nothing."),
+            ("Drag it to 1", "now [SEP] is a normal token and does contribute the most: the "
+             "weights tell the truth only when the values are comparable."),
+            ("Open the table", "deleting [SEP] outright changes the output's length a lot but "
+             "turns it by only a few degrees: it was a place to park weight, not a source."),
+        ]
+    )  # fmt: skip
+    ui.explain(
+        "What should I look at instead of the weights?",
+        "At least the contribution ‖α_j v_j‖, after the value projection — better, what "
+        "the output projection and the rest of the network do with it. Attention maps show "
+        "where a head *reads*, not what it *uses*. Heads often park weight on separators, "
+        "punctuation or the first token, whose values are close to zero: a no-op that looks "
+        "like intense interest on a heat map. Removal tests (ablations) and gradient-based "
+        "attributions measure use more directly, and they often disagree with the weights.",
+    )
+
+
+def run() -> None:
+    ui.page_header(
+        FILE,
+        "Scaled dot-product attention is one design among several. This page tests the usual "
+        "arguments for it — other scores are no better and much slower — and two readings "
+        "of what attention *is*: a kernel smoother, and (wrongly) an explanation.",
+    )
+    scoring_section()
+    Ts = speed_section()
+    smoother_section()
+    attn_timing(Ts)
+    contribution_section()
+    ui.prev_next(FILE)
+
+
+run()
