@@ -149,6 +149,11 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900):
 def rerun_latency_ms(page, slider_index: int = 0, key: str = "ArrowRight") -> float:
     """Press a key on a slider; return key press -> last message of the rerun, in ms."""
     thumb = page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index)
+    value, lo, hi = (float(thumb.get_attribute(a)) for a in ("value", "min", "max"))
+    if value >= hi:
+        key = "ArrowLeft"  # at the end of its range the key would change nothing (no rerun)
+    elif value <= lo:
+        key = "ArrowRight"
     thumb.focus()
     page.evaluate(_ARM_JS)
     page.keyboard.press(key)

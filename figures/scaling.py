@@ -1,0 +1,772 @@
+"""Pictures for "Why √d_k": scores → logits → weights, variance, saturation, the dying gradient.
+
+Every builder takes numpy arrays or tensors and returns a `Chart` (figure + what to notice).
+
+Speed: this page redraws eleven charts whenever d_k moves, so each figure is
+built as one spec and validated once by `go.Figure(spec)`; plotly's
+incremental helpers (`add_hline`, `update_xaxes` …) validate on every call and
+cost several times more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .style import DIVERGING, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, base_layout, line_layout
+from .style import to_numpy as _f32
+
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, YELLOW, BLACK = OKABE_ITO
+GREY = "#777777"
+LOGIT_CLIP = 6.0  # colour range of the logits map: past ±6 softmax is already nearly one-hot
+FLOAT32_EPS = float(np.finfo(np.float32).eps)  # 1.19e-7
+J_FLOOR = -16  # the Jacobian map's colour scale spans 1e-16 … 1
+STAR = dict(size=18, symbol="star", color=YELLOW, line=dict(color=BLACK, width=1.5))
+
+
+def _f64(x) -> np.ndarray:
+    """Tiny values (1e-50) must not flush to 0 on the way to the chart: keep float64 here."""
+    if hasattr(x, "detach"):
+        x = x.detach().double().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    return go.Figure(dict(data=data, layout=layout))
+
+
+def _legend_below(layout: dict, y: float = -0.22) -> dict:
+    layout["legend"] = dict(orientation="h", y=y, yanchor="top", x=0, xanchor="left")
+    return layout
+
+
+def _hline(y: float, *, color: str = GREY, dash: str = "dot") -> dict:
+    """A horizontal rule across the plot (shapes take data values, also on log axes)."""
+    return dict(
+        type="line",
+        xref="paper",
+        x0=0,
+        x1=1,
+        yref="y",
+        y0=y,
+        y1=y,
+        line=dict(color=color, dash=dash, width=2),
+    )
+
+
+def _vline(x: float, *, color: str = GREY, dash: str = "dot") -> dict:
+    return dict(
+        type="line",
+        yref="paper",
+        y0=0,
+        y1=1,
+        xref="x",
+        x0=x,
+        x1=x,
+        line=dict(color=color, dash=dash, width=2),
+    )
+
+
+def _label(x, y, text: str, *, xref="paper", xanchor="right", yanchor="bottom", color=GREY):
+    """A text label; on a log axis pass y as log10 of the value (annotations need that)."""
+    return dict(
+        x=x,
+        xref=xref,
+        y=y,
+        yref="y",
+        text=text,
+        showarrow=False,
+        xanchor=xanchor,
+        yanchor=yanchor,
+        font=dict(color=color),
+        bgcolor="rgba(255,255,255,0.8)",
+    )
+
+
+def _dk_axis(title: str = "d_k") -> dict:
+    ticks = [2**i for i in range(11)]
+    return dict(
+        title=dict(text=title), type="log", tickvals=ticks, ticktext=[str(t) for t in ticks]
+    )
+
+
+# ---------------------------------------------------------------- 1. the three stages
+
+
+def _small_map(
+    z: np.ndarray,
+    *,
+    title: str,
+    colorbar_title: str,
+    diverging: bool,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    height: int,
+) -> go.Figure:
+    """One of the three side-by-side maps: row 0 on top, colour bar under the plot.
+
+    Same conventions as figures.style.heatmap (float32, blank non-finite cells,
+    3-digit hover), built in one pass.
+    """
+    n_rows, n_cols = z.shape
+    finite = z[np.isfinite(z)]
+    if diverging and zmin is None:
+        lim = float(np.abs(finite).max()) if finite.size else 1.0
+        zmin, zmax = -(lim or 1.0), lim or 1.0
+    dtick = 1 if max(n_rows, n_cols) <= 8 else 2 if max(n_rows, n_cols) <= 16 else None
+    ticks = dict(tickmode="linear", dtick=dtick) if dtick else dict(tickmode="auto")
+    trace = dict(
+        type="heatmap",
+        z=np.where(np.isfinite(z), z, np.nan).astype(np.float32),
+        colorscale=DIVERGING if diverging else SEQUENTIAL,
+        zmin=zmin,
+        zmax=zmax,
+        xgap=1,
+        ygap=1,
+        colorbar=dict(
+            orientation="h",
+            y=-0.30,
+            yanchor="top",
+            thickness=10,
+            tickformat=NUM_FMT,
+            title=dict(text=colorbar_title, side="top"),
+        ),
+        hovertemplate=f"query #%{{y}}<br>key #%{{x}}<br>value %{{z:{NUM_FMT}}}<extra></extra>",
+    )
+    layout = base_layout(title, "key", "query", height=height)
+    layout["xaxis"].update(tickangle=0, **ticks)
+    layout["yaxis"].update(autorange="reversed", **ticks)
+    layout["margin"] = dict(l=10, r=10, t=50, b=110)
+    return _figure([trace], layout)
+
+
+def raw_scores_map(raw, d_k: int, *, height: int = 400) -> Chart:
+    """Plain q·k, on its own colour range."""
+    z = _f32(raw)
+    fig = _small_map(
+        z,
+        title=f"① Raw scores q·k (d_k = {d_k})",
+        colorbar_title="q·k",
+        diverging=True,
+        height=height,
+    )
+    sd = float(np.nanstd(z))
+    return Chart(
+        fig,
+        f"Dot products of random queries and keys. Their spread grows like √d_k: here the "
+        f"standard deviation is {sd:.3g} (theory √{d_k} = {math.sqrt(d_k):.3g}).",
+    )
+
+
+def logits_map(logits, *, scaled: bool, temperature: float, height: int = 400) -> Chart:
+    """The logits softmax sees, on a fixed ±6 colour range so their size is visible."""
+    z = _f32(logits)
+    fig = _small_map(
+        z,
+        title="② Logits softmax sees",
+        colorbar_title=f"logit (clips at ±{LOGIT_CLIP:g})",
+        diverging=True,
+        zmin=-LOGIT_CLIP,
+        zmax=LOGIT_CLIP,
+        height=height,
+    )
+    clipped = float(np.mean(np.abs(z) > LOGIT_CLIP)) if z.size else 0.0
+    return Chart(
+        fig,
+        f"The raw scores × {'1/√d_k' if scaled else '1 (no scaling)'}"
+        f"{f' ÷ {temperature:g}' if temperature != 1 else ''}. The colours stop at "
+        f"±{LOGIT_CLIP:g} on purpose: {clipped:.0%} of the cells are beyond it, where softmax "
+        "is already close to a hard maximum. Hover for the exact value.",
+    )
+
+
+def weights_map(weights, *, height: int = 400) -> Chart:
+    """softmax(logits), rows sum to 1, on a fixed 0–1 colour range."""
+    fig = _small_map(
+        _f32(weights),
+        title="③ Weights after softmax",
+        colorbar_title="weight",
+        diverging=False,
+        zmin=0.0,
+        zmax=1.0,
+        height=height,
+    )
+    return Chart(
+        fig,
+        "Each row sums to 1. A row with one bright cell and the rest dark is saturated: that "
+        "query copies a single key and ignores the others.",
+    )
+
+
+def row_summary(max_weight, entropy_frac, threshold: float = 0.99, *, height: int = 400) -> Chart:
+    """Per query row: the largest weight and the entropy as a share of log T (rows top-down)."""
+    mw = _f32(max_weight)
+    ef = _f32(entropy_frac)
+    rows = np.arange(len(mw))
+    data = [
+        dict(
+            type="scatter",
+            x=mw,
+            y=rows,
+            mode="markers",
+            name="largest weight",
+            marker=dict(color=VERMILLION, size=9, symbol="circle"),
+            hovertemplate=f"query %{{y}}<br>largest weight %{{x:{NUM_FMT}}}<extra></extra>",
+        ),
+        dict(
+            type="scatter",
+            x=ef,
+            y=rows,
+            mode="markers",
+            name="entropy / log T",
+            marker=dict(color=BLUE, size=9, symbol="diamond"),
+            hovertemplate=f"query %{{y}}<br>entropy / log T %{{x:{NUM_FMT}}}<extra></extra>",
+        ),
+    ]
+    layout = line_layout("④ Per query row", "value (0 … 1)", "query", height=height)
+    n = len(mw)
+    dtick = 1 if n <= 8 else 2 if n <= 16 else None
+    layout["xaxis"].update(range=[-0.03, 1.05], dtick=0.5)
+    layout["yaxis"].update(range=[n - 0.5, -0.5], dtick=dtick)
+    layout["shapes"] = [_vline(threshold)]
+    layout["margin"] = dict(l=10, r=10, t=50, b=110)
+    _legend_below(layout)
+    saturated = int(np.sum(mw > threshold))
+    return Chart(
+        _figure(data, layout),
+        f"{saturated} of {n} rows have a largest weight above {threshold:g} (dotted line). "
+        "Entropy near 1 means attention spread evenly, near 0 means one key took everything.",
+    )
+
+
+# ---------------------------------------------------------------- 2. distribution
+
+
+def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
+    return np.exp(-(x**2) / (2 * var)) / math.sqrt(2 * math.pi * var)
+
+
+def logit_histogram(
+    edges, density, *, d_k: int, measured_var: float, theory_var: float, n: int, label: str
+) -> Chart:
+    """Histogram of the logits with the N(0, d_k) and N(0, 1) curves."""
+    e = _f64(edges)
+    dens = _f32(density)
+    centres = (e[:-1] + e[1:]) / 2
+    lim = float(max(abs(e[0]), abs(e[-1]), 4.0))
+    x = np.linspace(-lim, lim, 401)
+    data = [
+        dict(
+            type="bar",
+            x=centres.astype(np.float32),
+            y=dens,
+            width=float(e[1] - e[0]),
+            name="measured logits",
+            marker=dict(color=SKY, line=dict(width=0)),
+            hovertemplate=f"logit ≈ %{{x:.3~g}}<br>density %{{y:{NUM_FMT}}}<extra></extra>",
+        )
+    ]
+    curves = [(float(d_k), f"N(0, {d_k}): the unscaled theory", ORANGE, "dash")]
+    if d_k != 1:
+        curves.append((1.0, "N(0, 1): what softmax wants", GREEN, "solid"))
+    for var, name, colour, dash in curves:
+        data.append(
+            dict(
+                type="scatter",
+                x=x.astype(np.float32),
+                y=_normal_pdf(x, var).astype(np.float32),
+                mode="lines",
+                name=name,
+                line=dict(color=colour, width=3, dash=dash),
+                hoverinfo="skip",
+            )
+        )
+    layout = line_layout(
+        f"Distribution of the logits ({label})", "logit value", "density", bargap=0
+    )
+    tallest = float(dens.max()) if dens.size else 1.0
+    peak_1 = float(_normal_pdf(np.zeros(1), 1.0)[0])
+    if d_k != 1 and peak_1 > 3 * tallest:
+        # keep the measured histogram readable; the tall N(0, 1) spike runs off the top
+        layout["yaxis"]["range"] = [0, 1.6 * tallest]
+        layout["annotations"] = [
+            _label(
+                0,
+                1.6 * tallest,
+                f"N(0, 1) peaks at {peak_1:.2f}, far above ↑",
+                xref="x",
+                xanchor="left",
+                yanchor="top",
+                color=GREEN,
+            )
+        ]
+    ratio = measured_var / theory_var
+    off = (
+        f" Here the measurement is {abs(ratio - 1):.0%} off the iid prediction: these "
+        "components are not independent."
+        if abs(ratio - 1) > 0.05
+        else ""
+    )
+    return Chart(
+        _figure(data, layout),
+        f"{n:,} sampled logits. Measured variance **{measured_var:.3g}**, theory "
+        f"**{theory_var:.3g}** (ratio {ratio:.3f}). Unscaled, the logits spread like N(0, d_k); "
+        f"dividing by √d_k squeezes them back onto N(0, 1) whatever d_k is.{off}",
+    )
+
+
+# ---------------------------------------------------------------- 3–4. sweeps over d_k
+
+
+def _measured(x, y, name: str, colour: str, symbol: str, hover: str, fmt: str) -> dict:
+    return dict(
+        type="scatter",
+        x=x,
+        y=_f32(y),
+        mode="lines+markers",
+        name=name,
+        line=dict(color=colour, width=3),
+        marker=dict(size=9, symbol=symbol),
+        hovertemplate=f"d_k %{{x}}<br>{hover} %{{y:{fmt}}}<extra>{name}</extra>",
+    )
+
+
+def variance_vs_dk(
+    d_ks: Sequence[int],
+    unscaled,
+    scaled,
+    *,
+    d_k: int,
+    current_var: float,
+    label: str,
+    slopes: tuple[float, float],
+    init: str,
+) -> Chart:
+    """Measured Var(logits) against d_k, log–log, scaled and unscaled, current setting marked."""
+    d = np.asarray(d_ks, dtype=np.float64)
+    data = [
+        dict(
+            type="scatter",
+            x=d,
+            y=d,
+            mode="lines",
+            name="theory: d_k",
+            line=dict(color=GREY, dash="dash"),
+            hoverinfo="skip",
+        ),
+        dict(
+            type="scatter",
+            x=d,
+            y=np.ones_like(d),
+            mode="lines",
+            name="theory: 1",
+            line=dict(color=GREY, dash="dot"),
+            hoverinfo="skip",
+        ),
+        _measured(
+            d,
+            unscaled,
+            f"unscaled (slope {slopes[0]:.2f})",
+            VERMILLION,
+            "circle",
+            "variance",
+            NUM_FMT,
+        ),
+        _measured(
+            d, scaled, f"÷ √d_k (slope {slopes[1]:.2f})", BLUE, "square", "variance", NUM_FMT
+        ),
+        dict(
+            type="scatter",
+            x=[d_k],
+            y=[current_var],
+            mode="markers",
+            name="your setting",
+            marker=STAR,
+            hovertemplate=f"d_k %{{x}}<br>variance %{{y:{NUM_FMT}}}<extra>{label}</extra>",
+        ),
+    ]
+    layout = line_layout("Variance of the logits against d_k", "d_k", "variance", height=420)
+    layout["xaxis"].update(_dk_axis())
+    layout["yaxis"].update(type="log", exponentformat="power", dtick=1)
+    _legend_below(layout)
+    init_note = (
+        ""
+        if init == "gaussian"
+        else " With LayerNorm-style vectors the components are no longer independent (they "
+        "sum to 0), so small d_k sits above the line: Var = d_k²/(d_k − 1) rather than d_k."
+    )
+    return Chart(
+        _figure(data, layout),
+        f"Measured, not plotted from the formula. Unscaled, the variance grows in step with d_k "
+        f"(slope {slopes[0]:.2f} on log–log axes); divided by √d_k it stays flat at 1 "
+        f"(slope {slopes[1]:.2f}). The star is your current setting ({label}).{init_note}",
+    )
+
+
+def _sweep_figure(
+    d_ks, unscaled, scaled, *, d_k: int, scaled_now: bool, title: str, y_title: str, hover: str
+) -> go.Figure:
+    d = np.asarray(d_ks, dtype=np.float64)
+    now = float(_f32(scaled if scaled_now else unscaled)[list(d_ks).index(d_k)])
+    data = [
+        _measured(d, unscaled, "unscaled", VERMILLION, "circle", hover, ".3~g"),
+        _measured(d, scaled, "÷ √d_k", BLUE, "square", hover, ".3~g"),
+        dict(
+            type="scatter",
+            x=[d_k],
+            y=[now],
+            mode="markers",
+            name="your setting",
+            marker=STAR,
+            hovertemplate=f"d_k %{{x}}<br>{hover} %{{y:.3~g}}<extra>your setting</extra>",
+        ),
+    ]
+    layout = line_layout(title, "d_k", y_title, height=420)
+    layout["xaxis"].update(_dk_axis())
+    layout["yaxis"].update(range=[-0.03, 1.03])
+    _legend_below(layout)
+    return _figure(data, layout)
+
+
+def saturation_vs_dk(
+    d_ks, unscaled, scaled, *, d_k: int, scaled_now: bool, T: int, n_rows: int, threshold: float
+) -> Chart:
+    """Share of rows whose largest weight exceeds the threshold."""
+    fig = _sweep_figure(
+        d_ks,
+        unscaled,
+        scaled,
+        d_k=d_k,
+        scaled_now=scaled_now,
+        title=f"Saturated rows (largest weight > {threshold:g})",
+        y_title="share of rows",
+        hover="share",
+    )
+    u, s = _f32(unscaled), _f32(scaled)
+    scaled_text = (
+        "scaled, no row saturates at any d_k."
+        if s.max() < 0.005
+        else f"scaled it stays at or below {s.max():.0%} for every d_k."
+    )
+    return Chart(
+        fig,
+        f"{n_rows:,} sampled rows of {T} keys per d_k. Unscaled, the share climbs from "
+        f"{u[0]:.0%} at d_k = {d_ks[0]} to {u[-1]:.0%} at d_k = {d_ks[-1]}; {scaled_text}",
+    )
+
+
+def entropy_vs_dk(d_ks, unscaled, scaled, *, d_k: int, scaled_now: bool, T: int) -> Chart:
+    """Mean row entropy as a share of its maximum log T."""
+    fig = _sweep_figure(
+        d_ks,
+        unscaled,
+        scaled,
+        d_k=d_k,
+        scaled_now=scaled_now,
+        title="Mean entropy of a row (share of log T)",
+        y_title="entropy / log T",
+        hover="entropy",
+    )
+    return Chart(
+        fig,
+        f"1 means attention spread evenly over all {T} keys, 0 means one key takes everything. "
+        "Scaled, the entropy does not depend on d_k; unscaled, it drains away as d_k grows.",
+    )
+
+
+# ---------------------------------------------------------------- 5. the Jacobian
+
+
+def jacobian_map(J_abs, *, row: int, dtype_name: str, height: int = 420) -> Chart:
+    """|diag(α) − ααᵀ| of one row on a log colour scale; exact zeros left blank."""
+    J = _f64(J_abs)
+    with np.errstate(divide="ignore"):
+        logJ = np.where(J > 0, np.log10(np.where(J > 0, J, 1.0)), np.nan)
+    logJ = np.maximum(logJ, J_FLOOR)  # NaN (an exact zero) stays NaN, i.e. blank
+    n = J.shape[0]
+    dtick = 1 if n <= 16 else None
+    ticks = dict(tickmode="linear", dtick=dtick) if dtick else dict(tickmode="auto")
+    cticks = list(range(J_FLOOR, 1, 4))
+    trace = dict(
+        type="heatmap",
+        z=logJ.astype(np.float32),
+        customdata=J,
+        colorscale=SEQUENTIAL,
+        zmin=J_FLOOR,
+        zmax=0,
+        xgap=1,
+        ygap=1,
+        colorbar=dict(
+            title=dict(text="|entry|"),
+            thickness=14,
+            tickvals=cticks,
+            ticktext=[f"1e{t}" if t else "1" for t in cticks],
+        ),
+        hovertemplate=f"weight %{{y}}, logit %{{x}}<br>|∂αᵢ/∂sⱼ| = %{{customdata:{NUM_FMT}}}"
+        "<extra></extra>",
+    )
+    layout = base_layout(
+        f"Softmax Jacobian |∂αᵢ/∂sⱼ| for query {row}", "logit j", "weight i", height=height
+    )
+    layout["xaxis"].update(showgrid=False, zeroline=False, **ticks)
+    layout["yaxis"].update(autorange="reversed", showgrid=False, zeroline=False, **ticks)
+    layout["plot_bgcolor"] = "#D0D0D0"  # exact zeros are left out of the map and show grey
+    zeros = int(np.sum(J == 0))
+    zero_note = (
+        f" {zeros} grey cells are exactly 0: in {dtype_name} the product underflowed."
+        if zeros
+        else ""
+    )
+    return Chart(
+        _figure([trace], layout),
+        f"How much each weight moves when one logit moves, on a log scale from 1e{J_FLOOR} to 1. "
+        f"Entries are bounded by αᵢ(1 − αᵢ) ≤ 0.25. A saturated row is dark (or grey) "
+        "everywhere: no logit can move any weight, so no gradient reaches q or k. Pick a "
+        f"saturated (orange) row with the row slider above to see it.{zero_note}",
+    )
+
+
+def jacobian_norms_chart(norms, max_weight, *, row: int, threshold: float = 0.99) -> Chart:
+    """‖diag(α) − ααᵀ‖_F for every row, log y; saturated rows in orange, zeros marked."""
+    nrm = _f64(norms)
+    mw = _f64(max_weight)
+    rows = np.arange(len(nrm))
+    positive = nrm[nrm > 0]
+    floor = min(float(positive.min()) / 10 if positive.size else 1e-20, 1e-4)
+    sat = mw > threshold
+    zero = nrm == 0
+    data = [
+        dict(
+            type="bar",
+            x=rows,
+            y=np.where(zero, floor, nrm),
+            showlegend=False,
+            marker=dict(
+                color=[VERMILLION if s else BLUE for s in sat],
+                line=dict(color=[BLACK if r == row else "rgba(0,0,0,0)" for r in rows], width=3),
+                pattern=dict(shape=["x" if z else "" for z in zero], fgcolor=BLACK, size=6),
+            ),
+            customdata=np.stack([nrm, mw], axis=-1),
+            hovertemplate=f"query %{{x}}<br>‖J‖ = %{{customdata[0]:{NUM_FMT}}}<br>largest "
+            f"weight %{{customdata[1]:{NUM_FMT}}}<extra></extra>",
+        )
+    ]
+    legend = [(BLUE, "", "responsive row"), (VERMILLION, "", f"saturated (max > {threshold:g})")]
+    if zero.any():
+        legend.append((VERMILLION, "x", "exactly 0 (underflow)"))
+    for colour, shape, name in legend:
+        data.append(
+            dict(
+                type="bar",
+                x=[None],
+                y=[None],
+                name=name,
+                marker=dict(color=colour, pattern=dict(shape=shape, fgcolor=BLACK)),
+            )
+        )
+    layout = line_layout(
+        "Jacobian norm of every query row",
+        "query",
+        "‖J‖ (Frobenius)",
+        height=420,
+        barmode="overlay",
+    )
+    bottom = min(-4, math.floor(math.log10(floor)))
+    layout["yaxis"].update(type="log", exponentformat="power", range=[bottom, 0.15], dtick=2)
+    layout["xaxis"].update(dtick=1 if len(nrm) <= 24 else None)
+    layout["shapes"] = [_hline(1e-3)]
+    layout["annotations"] = [_label(1, -3, "1e-3")]
+    _legend_below(layout, -0.2)
+    med = float(np.median(nrm))
+    below = float(np.mean(nrm < 1e-3))
+    return Chart(
+        _figure(data, layout),
+        f"Median row: **{med:.3g}**; rows below 1e-3: **{below:.0%}**. A responsive row has a "
+        "norm of a few tenths; every saturated row falls orders of magnitude lower, so the "
+        "gradient reaching those queries and keys all but vanishes. The outlined bar is the "
+        "row shown on the left.",
+    )
+
+
+# ---------------------------------------------------------------- 6. two keys
+
+
+def _exact_two_key(x: float) -> float:
+    e = math.exp(-abs(x))
+    return e / (1 + e) ** 2
+
+
+def two_key_curve(
+    gaps,
+    exact,
+    computed,
+    *,
+    dtype_name: str,
+    zero_gap: float | None,
+    typical_gap: float,
+    typical_label: str,
+    lesson_points: Sequence[float] = (3.0, 24.0),
+) -> Chart:
+    """α(1 − α) against the logit gap, log y, with float32's epsilon and the lesson's points."""
+    g, ex, comp = _f64(gaps), _f64(exact), _f64(computed)
+    gmax = float(g[-1])
+    lx = [p for p in lesson_points if p <= gmax]
+    shown_gap = min(typical_gap, gmax)
+    off = typical_gap > gmax
+    data = [
+        dict(
+            type="scatter",
+            x=g,
+            y=ex,
+            mode="lines",
+            name="exact α(1 − α)",
+            line=dict(color=BLACK, width=3),
+            hovertemplate=f"gap %{{x:.3~g}}<br>α(1 − α) = %{{y:{NUM_FMT}}}<extra>exact</extra>",
+        ),
+        dict(
+            type="scatter",
+            x=g,
+            y=np.where(comp > 0, comp, np.nan),
+            mode="lines",
+            name=f"backprop in {dtype_name}",
+            line=dict(color=ORANGE, width=3, dash="dash"),
+            hovertemplate=f"gap %{{x:.3~g}}<br>gradient %{{y:{NUM_FMT}}}<extra>{dtype_name}"
+            "</extra>",
+        ),
+        dict(
+            type="scatter",
+            x=lx,
+            y=[_exact_two_key(p) for p in lx],
+            mode="markers+text",
+            name="the lesson's two points",
+            marker=dict(size=12, color=GREEN, symbol="circle", line=dict(color=BLACK, width=1)),
+            text=[f"gap {p:g}: {_exact_two_key(p):.2g}" for p in lx],
+            textposition="top right",
+            hovertemplate=f"gap %{{x}}<br>α(1 − α) = %{{y:{NUM_FMT}}}<extra>lesson</extra>",
+        ),
+        dict(
+            type="scatter",
+            x=[shown_gap],
+            y=[_exact_two_key(shown_gap)],
+            mode="markers+text",
+            name="your setting",
+            marker=STAR,
+            text=[f"your gap ≈ {typical_gap:.3g}" + (" (off the chart →)" if off else "")],
+            textposition="bottom right" if shown_gap < gmax / 2 else "bottom left",
+            hovertemplate=f"typical gap {typical_gap:.3g}<br>α(1 − α) = "
+            f"{_exact_two_key(typical_gap):.3g}<extra>{typical_label}</extra>",
+        ),
+    ]
+    layout = line_layout(
+        "Two keys: the softmax gradient α(1 − α) against the logit gap",
+        "logit gap between the two keys",
+        "gradient α(1 − α)",
+        height=480,
+    )
+    layout["yaxis"].update(type="log", exponentformat="power", range=[-16, 0.3], dtick=2)
+    layout["xaxis"].update(range=[0, gmax])
+    shapes = [_hline(FLOAT32_EPS)]
+    annotations = [_label(1, math.log10(FLOAT32_EPS), "float32 epsilon ≈ 1.2e-7")]
+    if zero_gap is not None:
+        shapes.append(
+            dict(
+                type="rect",
+                xref="x",
+                x0=zero_gap,
+                x1=gmax,
+                yref="paper",
+                y0=0,
+                y1=1,
+                fillcolor=ORANGE,
+                opacity=0.10,
+                line=dict(width=0),
+                layer="below",
+            )
+        )
+        shapes.append(_vline(zero_gap, color=ORANGE))
+        annotations.append(
+            _label(
+                zero_gap,
+                -15.5,
+                f"{dtype_name}: exactly 0 from gap {zero_gap:.3g}",
+                xref="x",
+                xanchor="right",
+                color=VERMILLION,
+            )
+        )
+    layout["shapes"] = shapes
+    layout["annotations"] = annotations
+    _legend_below(layout, -0.2)
+    zero_text = (
+        f"Computed in {dtype_name}, backpropagation gets exactly 0 from gap "
+        f"{zero_gap:.3g} on (shaded): the winner's weight has rounded to 1.0."
+        if zero_gap is not None
+        else f"In {dtype_name} the computed gradient follows the exact curve over this range."
+    )
+    return Chart(
+        _figure(data, layout),
+        "The gradient falls like e^(−gap): gap 3 gives 0.045, gap 24 gives 3.8e-11, nine "
+        "orders of magnitude apart and the second far below float32's epsilon. "
+        f"{zero_text} The star is {typical_label} ≈ {typical_gap:.3g}.",
+    )
+
+
+# ---------------------------------------------------------------- the lesson's words
+
+TRY_THIS = [
+    (
+        "Set d_k = 128 and switch the scaling off",
+        "the logits map turns solid colour, most weight rows collapse to one bright cell, and "
+        "the Jacobian norms in section 5 fall by orders of magnitude.",
+    ),
+    (
+        "Scaling off, d_k = 64, temperature 8",
+        "you are back to the scaled picture: dividing by √64 = 8 *is* a temperature. Now switch "
+        "scaling on as well: ÷ 64 in total makes every row almost uniform.",
+    ),
+    (
+        "Scaling off, d_k = 1024, precision float16",
+        "blank cells appear in the Jacobian map and the two-key curve hits exactly 0 at a gap of "
+        "about 8: gradients that are not small but gone.",
+    ),
+]
+
+VARIANCE_ARGUMENT = r"""
+Take one query q and one key k whose d_k components are independent, with mean 0 and variance 1.
+Their dot product is a sum of d_k products, $q \cdot k = \sum_i q_i k_i$.
+
+* Each product has mean 0 (the factors are independent and centred) and variance
+  $E[q_i^2]\,E[k_i^2] = 1 \cdot 1 = 1$.
+* Variances of independent terms add, so $\mathrm{Var}(q \cdot k) = d_k$ and the standard
+  deviation is $\sqrt{d_k}$: about ±8 at d_k = 64 instead of ±1.
+* Multiplying by $1/\sqrt{d_k}$ divides the variance by d_k, giving exactly 1 for every head size.
+
+Nothing here is tuned: √d_k is the one factor that keeps the logits at unit variance.
+"""
+IID_CAVEAT = """
+The derivation assumes independent, unit-variance components. That is exactly true for the random
+vectors here, and only roughly true inside a network: after a few layers, learned projections make
+the components of q and k correlated and their scale drifts, so Var(q·k) is no longer exactly d_k.
+Choose **layernorm** under "How q and k are drawn" for one such departure: every vector is centred
+and normalised, so its components are tied together (they sum to 0) and Var(q·k) becomes
+d_k²/(d_k − 1). Section 3 shows the size of the effect: large at d_k = 2 or 4, a few per cent from
+d_k = 32 on. So √d_k is a principled way to start the logits at a sane scale, not an exact law
+for a trained model.
+"""
+SATURATED_GRADIENT = r"""
+The softmax's Jacobian is $\partial\alpha_i/\partial s_j = \alpha_i(\delta_{ij} - \alpha_j)$,
+i.e. $\mathrm{diag}(\alpha) - \alpha\alpha^\top$. Every entry contains a product of a weight with
+either another weight or with one minus itself. When one weight is ≈ 1 and the rest ≈ 0, every such
+product is ≈ 0 — the matrix is nearly all zeros. The backward pass multiplies the incoming gradient
+by this matrix, so nothing reaches the scores, and through them $W_Q$ and $W_K$: the layer cannot
+change which key it attends to.
+"""
+AT_INIT = """
+None of this needs training. The logits are this large on the very first forward pass, because the
+weights start random and d_k is fixed by the architecture. The model does not become over-confident
+over time: it starts saturated, its attention gradients start near zero, and the loss flattens
+almost at once. That is why forgetting the ÷√d_k shows up as a run that never takes off.
+"""

@@ -1,0 +1,267 @@
+"""Why √d_k: break attention with one switch and watch every stage of the failure."""
+
+import math
+
+import numpy as np
+import streamlit as st
+import torch
+
+import figures.scaling as fs
+import ui
+from attn_core import (
+    DTYPES,
+    INITS,
+    LESSON_GAPS,
+    SATURATION,
+    first_exact_zero,
+    logit_distribution,
+    logit_scale,
+    parse_dtype,
+    row_jacobian,
+    saturation_sweep,
+    scaling_sample,
+    sweep_raw_scores,
+    two_key_gradient,
+    two_key_gradient_in,
+    variance_sweep,
+)
+from ui.controls import log_values
+
+FILE = "pages/scaling.py"
+TEMPERATURES = log_values(0.05, 20, (1.0, 8.0))
+MAIN_CONTROLS = ("d_k", "tokens", "scaled", "temperature", "init", "dtype", "seed")
+STAGES = ("raw_scores", "logits", "weights", "max_weight", "entropy_frac", "jacobian_norm", "gap")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def sample(d_k, tokens, scaled, temperature, init, seed, dtype):
+    """One sequence of `tokens` random tokens: every stage, computed in `dtype`, as numpy."""
+    s = scaling_sample(
+        tokens,
+        d_k,
+        scaled=scaled,
+        temperature=temperature,
+        init=init,
+        seed=seed,
+        dtype=parse_dtype(dtype),
+        device=ui.device(),
+    )
+    return {f: getattr(s, f).double().cpu().numpy() for f in STAGES} | {"nonfinite": s.nonfinite}
+
+
+@st.cache_resource(max_entries=4, show_spinner="Sampling 32 × 64 × 64 dot products per d_k…")
+def sweep_scores(init, seed):
+    """Raw q·k for d_k = 1 … 1024, drawn once per (init, seed) and shared read-only.
+
+    Temperature, precision and token count only re-slice these samples."""
+    return sweep_raw_scores(init=init, seed=seed)
+
+
+def controls():
+    with st.sidebar:
+        st.subheader("Controls", divider="gray")
+        d_k = ui.pow2_slider("d_k", "d_k — width of each query and key", 1, 1024, 64)
+        tokens = ui.slider("tokens", "Tokens in the sequence (T)", 2, 64, 12)
+        scaled = ui.toggle("scaled", "Divide the scores by √d_k", True)
+        temperature = ui.select_slider(
+            "temperature",
+            "Temperature (divides the logits as well)",
+            TEMPERATURES,
+            1.0,
+            fmt=lambda x: f"{x:g}",
+            expected="a value from 0.05 to 20 on the slider's scale",
+        )
+        init = ui.radio(
+            "init",
+            "How q and k are drawn",
+            INITS,
+            "gaussian",
+            horizontal=True,
+            help="gaussian: independent N(0, 1) components, the derivation's assumption. "
+            "layernorm: each vector then centred and scaled to unit variance, like a "
+            "LayerNorm output (its components are no longer independent).",
+        )
+        dtype = ui.selectbox("dtype", "Precision of the computation", list(DTYPES), "float32")
+        seed = ui.number("seed", "Random seed", 0, 10_000, 0)
+    return d_k, tokens, scaled, temperature, init, dtype, seed
+
+
+# Charts are cached too (st.cache_resource hands back the same figure objects, which
+# st.plotly_chart only reads): a rerun that changes nothing they depend on rebuilds none.
+charts = st.cache_resource(max_entries=64, show_spinner=False)
+
+
+@charts
+def stage_charts(d_k, tokens, scaled, temperature, init, seed, dtype):
+    v = sample(d_k, tokens, scaled, temperature, init, seed, dtype)
+    return [
+        fs.raw_scores_map(v["raw_scores"], d_k),
+        fs.logits_map(v["logits"], scaled=scaled, temperature=temperature),
+        fs.weights_map(v["weights"]),
+        fs.row_summary(v["max_weight"], v["entropy_frac"], SATURATION),
+    ]
+
+
+@charts
+def distribution_charts(d_k, scaled, temperature, init, seed):
+    scale = logit_scale(d_k, scaled=scaled, temperature=temperature)
+    label = f"d_k = {d_k}, {'÷ √d_k' if scaled else 'unscaled'}, temperature {temperature:g}"
+    raw = sweep_scores(init, seed)
+    h = logit_distribution(raw[d_k], scale)
+    v = variance_sweep(raw)
+    return [
+        fs.logit_histogram(
+            h.edges,
+            h.density,
+            d_k=d_k,
+            measured_var=h.variance,
+            theory_var=d_k * scale * scale,  # the iid argument's prediction, whatever `init` is
+            n=h.n,
+            label=label,
+        ),
+        fs.variance_vs_dk(
+            v.d_ks,
+            v.unscaled,
+            v.scaled,
+            d_k=d_k,
+            current_var=h.variance,
+            label=label,
+            slopes=(v.slope_unscaled, v.slope_scaled),
+            init=init,
+        ),
+    ]
+
+
+@charts
+def saturation_charts(d_k, tokens, scaled, temperature, init, seed, dtype):
+    s = saturation_sweep(
+        sweep_scores(init, seed), tokens, temperature=temperature, dtype=parse_dtype(dtype)
+    )
+    common = dict(d_k=d_k, scaled_now=scaled, T=tokens)
+    return [
+        fs.saturation_vs_dk(
+            s.d_ks,
+            s.saturated_unscaled,
+            s.saturated_scaled,
+            n_rows=s.n_rows,
+            threshold=s.threshold,
+            **common,
+        ),
+        fs.entropy_vs_dk(s.d_ks, s.entropy_unscaled, s.entropy_scaled, **common),
+    ]
+
+
+@charts
+def jacobian_charts(d_k, tokens, scaled, temperature, init, seed, dtype, row):
+    v = sample(d_k, tokens, scaled, temperature, init, seed, dtype)
+    w = torch.from_numpy(v["weights"]).to(parse_dtype(dtype))  # exact: w was computed in dtype
+    return [
+        fs.jacobian_map(row_jacobian(w, row), row=row, dtype_name=dtype),
+        fs.jacobian_norms_chart(v["jacobian_norm"], v["max_weight"], row=row),
+    ]
+
+
+@charts
+def two_key_chart(dtype, typical_gap):
+    gaps = torch.linspace(0, 30, 601, dtype=torch.float64)  # steps of 0.05
+    computed = two_key_gradient_in(gaps, parse_dtype(dtype))  # what backprop gets in dtype
+    return fs.two_key_curve(
+        gaps,
+        two_key_gradient(gaps),
+        computed,
+        dtype_name=dtype,
+        zero_gap=first_exact_zero(gaps, computed),
+        typical_gap=typical_gap,
+        typical_label="your setting's typical gap",
+        lesson_points=LESSON_GAPS,
+    )
+
+
+@st.fragment
+def jacobian_section(setting):
+    """Its own fragment: moving the row slider redraws only these two charts."""
+    left, right = st.columns(2)
+    with left:
+        row = ui.slider(
+            "row",
+            "Query row shown in the Jacobian map",
+            0,
+            setting[1] - 1,  # tokens - 1
+            0,
+            help="Pick a saturated (orange) row on the right to see its Jacobian go dark.",
+        )
+        ui.show_notes(keys=("row",))
+    jacobian, norms = jacobian_charts(*setting, row)
+    with left:
+        ui.show(jacobian)
+    with right:
+        ui.show(norms)
+
+
+def run() -> None:
+    ui.page_header(
+        FILE,
+        "Queries and keys at initialisation are random vectors. Their dot product adds up d_k "
+        "random terms, so its spread grows like √d_k — and softmax, fed numbers that large, turns "
+        "into a hard maximum whose gradient is essentially zero. Follow the chain below stage by "
+        "stage; the controls are in the sidebar and every chart updates live.",
+    )
+    d_k, tokens, scaled, temperature, init, dtype, seed = controls()
+    setting = (d_k, tokens, scaled, temperature, init, seed, dtype)
+    view = sample(*setting)
+    if view["nonfinite"]:
+        ui.note(
+            f"{view['nonfinite']} logits or weights overflowed to inf/NaN in {dtype}; "
+            "choose float32 or a larger temperature."
+        )
+    ui.show_notes(keys=MAIN_CONTROLS)
+    typical_gap = round(float(np.median(view["gap"])), 3)
+
+    m = st.columns(4)
+    theory_sd = math.sqrt(d_k) * logit_scale(d_k, scaled=scaled, temperature=temperature)
+    m[0].metric(
+        "Logit spread (SD) in this sequence",
+        f"{view['logits'].std():.3g}",
+        help=f"Theory: {theory_sd:.3g}",
+    )
+    m[1].metric(
+        "Saturated rows (largest weight > 0.99)", f"{(view['max_weight'] > SATURATION).mean():.0%}"
+    )
+    m[2].metric("Median Jacobian norm of a row", f"{np.median(view['jacobian_norm']):.2e}")
+    m[3].metric(
+        "Typical logit gap in a row",
+        f"{typical_gap:.3g}",
+        help="Largest minus smallest logit of a row, median over rows.",
+    )
+
+    st.subheader("1 · From scores to weights, one sequence")
+    for col, chart in zip(st.columns([1, 1, 1, 0.8]), stage_charts(*setting), strict=True):
+        with col:
+            ui.show(chart)
+    ui.try_this(fs.TRY_THIS)
+
+    histogram_chart, variance_chart = distribution_charts(d_k, scaled, temperature, init, seed)
+    st.subheader("2 · How wide are the logits?")
+    ui.show(histogram_chart)
+    ui.explain("Why Var(q·k) = d_k", fs.VARIANCE_ARGUMENT)
+
+    st.subheader("3 · Variance against d_k")
+    ui.show(variance_chart)
+    ui.explain("Caveat: the iid assumption after a few layers", fs.IID_CAVEAT)
+
+    st.subheader("4 · …and softmax saturates")
+    for col, chart in zip(st.columns(2), saturation_charts(*setting), strict=True):
+        with col:
+            ui.show(chart)
+
+    st.subheader("5 · The gradient dies: softmax's Jacobian")
+    jacobian_section(setting)
+    ui.explain("Why a saturated softmax stops learning", fs.SATURATED_GRADIENT)
+
+    st.subheader("6 · Two keys, in numbers")
+    ui.show(two_key_chart(dtype, typical_gap))
+    ui.explain("Why this happens at initialisation", fs.AT_INIT)
+    ui.prev_next(FILE)
+
+
+run()

@@ -1,0 +1,191 @@
+"""AppTest: the "Why √d_k" page as a shared link would open it."""
+
+import pytest
+
+import attn_core
+from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+
+PAGE = "pages/scaling.py"
+TITLES = [
+    "① Raw scores q·k",
+    "② Logits softmax sees",
+    "③ Weights after softmax",
+    "④ Per query row",
+    "Distribution of the logits",
+    "Variance of the logits against d_k",
+    "Saturated rows",
+    "Mean entropy of a row",
+    "Softmax Jacobian",
+    "Jacobian norm of every query row",
+    "Two keys: the softmax gradient",
+]
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def titles(at) -> list[str]:
+    return [spec["layout"]["title"]["text"] for spec in plotly_specs(at)]
+
+
+def test_defaults_show_every_stage_scaled_and_healthy():
+    at = run_page(PAGE)
+    no_exception(at)
+    assert at.title[0].value == "Why √d_k"
+    assert not warnings(at)
+    shown = titles(at)
+    assert len(shown) == len(TITLES)
+    for want, got in zip(TITLES, shown, strict=True):
+        assert got.startswith(want), (want, got)
+    m = metrics(at)
+    assert 0.7 < float(m["Logit spread (SD) in this sequence"]) < 1.3
+    assert m["Saturated rows (largest weight > 0.99)"] == "0%"
+    assert 1 < float(m["Typical logit gap in a row"]) < 6  # the lesson's "gap 3"
+    assert "Try this" in " ".join(md.value for md in at.markdown)
+    assert len(at.expander) == 4  # variance, iid caveat, saturated gradient, initialisation
+
+
+def test_unscaled_d_k_64_saturates_and_the_gradient_collapses():
+    at = run_page(PAGE, scaled="false")
+    no_exception(at)
+    m = metrics(at)
+    assert 6 < float(m["Logit spread (SD) in this sequence"]) < 10  # about √64 = 8
+    assert int(m["Saturated rows (largest weight > 0.99)"].rstrip("%")) >= 25
+    assert float(m["Typical logit gap in a row"]) > 15  # the lesson's "gap 24"
+    captions = " ".join(c.value for c in at.caption)
+    assert "rows below 1e-3: **" in captions
+    two_key = plotly_specs(at)[-1]
+    assert any("exactly 0 from gap" in a["text"] for a in two_key["layout"]["annotations"])
+
+
+def test_heavy_view_d_k_1024_with_64_tokens():
+    at = run_page(PAGE, d_k="1024", tokens="64")
+    no_exception(at)
+    assert not warnings(at)
+    specs = plotly_specs(at)
+    assert len(specs) == len(TITLES)
+    assert "d_k = 1024" in specs[0]["layout"]["title"]["text"]
+    assert specs[0]["data"][0]["z"]["shape"] in ("64, 64", [64, 64])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_every_precision_runs_and_says_where_gradients_vanish(dtype):
+    at = run_page(PAGE, dtype=dtype, scaled="false", d_k="1024", temperature="0.05")
+    no_exception(at)
+    assert not warnings(at)
+    assert at.selectbox(key="dtype").value == dtype
+    assert all("nan" not in v.lower() for v in metrics(at).values())
+    two_key = plotly_specs(at)[-1]
+    notes = [a["text"] for a in two_key["layout"]["annotations"]]
+    assert any("exactly 0" in n for n in notes) == (dtype != "float64")
+    assert two_key["data"][1]["name"] == f"backprop in {dtype}"
+
+
+def test_temperature_8_unscaled_equals_scaled_at_d_k_64():
+    a = run_page(PAGE, scaled="false", temperature="8")
+    b = run_page(PAGE)
+    no_exception(a)
+    assert not warnings(a)
+    assert metrics(a) == metrics(b)
+
+
+def test_layernorm_init_is_offered_and_explained():
+    at = run_page(PAGE, init="layernorm", d_k="4")
+    no_exception(at)
+    assert not warnings(at)
+    assert at.radio(key="init").value == "layernorm"
+    assert any("LayerNorm" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize(
+    "params,bad",
+    [
+        ({"d_k": "-3"}, ["d_k"]),
+        ({"d_k": "abc"}, ["d_k"]),
+        (
+            {"temperature": "0", "tokens": "100000", "dtype": "float8"},
+            ["temperature", "tokens", "dtype"],
+        ),
+        ({"init": "<b>x</b>", "scaled": "maybe", "seed": "nan"}, ["init", "scaled", "seed"]),
+    ],
+)  # fmt: skip
+def test_bad_url_values_fall_back_with_a_visible_note(params, bad):
+    at = run_page(PAGE, **params)
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == len(bad), notes
+    for name in bad:
+        assert any(f"`{name}=" in n for n in notes), (name, notes)
+    assert at.select_slider(key="d_k").value == 64
+    assert at.slider(key="tokens").value == 12
+    assert at.select_slider(key="temperature").value == 1.0
+    assert at.selectbox(key="dtype").value == "float32"
+    assert len(plotly_specs(at)) == len(TITLES)
+
+
+def test_the_jacobian_row_follows_the_link_and_falls_back_with_a_note():
+    at = run_page(PAGE, tokens="12", row="7")
+    no_exception(at)
+    assert not warnings(at)
+    assert "query 7" in titles(at)[8]
+    at = run_page(PAGE, tokens="4", row="10")  # only rows 0 … 3 exist
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and "`row=10`" in notes[0] and "0 to 3" in notes[0]
+    assert "query 0" in titles(at)[8]
+    at.slider(key="row").set_value(2).run()  # a fragment rerun: only section 5 redraws
+    no_exception(at)
+    assert not warnings(at)
+    assert "query 2" in titles(at)[8]
+
+
+def test_moving_only_the_temperature_does_not_resample_the_sweeps(monkeypatch):
+    calls = []
+    real = attn_core.sweep_raw_scores
+
+    def counting(**kw):
+        calls.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(attn_core, "sweep_raw_scores", counting)
+    at = run_page(PAGE, seed="4321")  # a seed no other test uses: the first run must sample
+    no_exception(at)
+    assert len(calls) == 1
+    for t in (2.0, 0.5):
+        at.select_slider(key="temperature").set_value(t).run()
+        no_exception(at)
+    assert len(calls) == 1
+    assert "temperature 0.5" in titles(at)[4]
+
+
+@pytest.mark.browser
+def test_in_the_browser_every_chart_draws_and_sliders_rerun():
+    from pathlib import Path
+
+    from tests.support.browser import (
+        CHROMIUM,
+        chromium,
+        open_page,
+        plotly_count,
+        rerun_latency_ms,
+        streamlit_server,
+    )
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed")
+    exception = '[data-testid="stException"]'
+    with streamlit_server() as url, chromium() as browser:
+        page, errors = open_page(browser, f"{url}/scaling?scaled=false")
+        page.wait_for_function(
+            "() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg')"
+            f".length >= {len(TITLES)}",
+            timeout=60_000,
+        )
+        assert plotly_count(page) == len(TITLES)
+        sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
+        assert rerun_latency_ms(page, 0) > 0  # d_k, in the sidebar: a full rerun
+        assert rerun_latency_ms(page, sliders.count() - 1) > 0  # the row: a fragment rerun
+        assert page.locator(exception).count() == 0
+        assert plotly_count(page) == len(TITLES)
+        assert not errors, errors
