@@ -1,0 +1,509 @@
+"""Pictures for the masks page: the mask, masked logits, weights, fills, the broadcast bug."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .common import weights_heatmap
+from .style import NUM_FMT, OKABE_ITO, Chart, base_layout, heatmap, line_layout, to_numpy
+
+BLOCKED = "#DDDDDD"  # light grey: a cell the mask forbids
+ALLOWED = OKABE_ITO[0]  # blue
+WRONG_OPEN = OKABE_ITO[3]  # vermillion: the bug lets this query read padding
+WRONG_SHUT = OKABE_ITO[1]  # orange: the bug hides a real key
+MARK = "rgba(255,255,255,0.75)"  # the × drawn on forbidden cells
+CELL_TEXT_MAX = 8  # per-cell numbers up to 8 x 8: the page shows two maps side by side
+
+
+def _grid_ticks(n: int, labels: Sequence[str] | None = None) -> dict:
+    if labels is not None:
+        return dict(tickmode="array", tickvals=list(range(n)), ticktext=list(labels))
+    return dict(tickmode="linear", dtick=1) if n <= 16 else dict(tickmode="auto")
+
+
+def _categorical(z: np.ndarray, colors: Sequence[str]) -> list:
+    """A stepped colour scale for integer codes 0..len(colors)-1."""
+    n = len(colors)
+    scale = []
+    for c, color in enumerate(colors):
+        scale += [[c / n, color], [(c + 1) / n, color]]
+    return scale
+
+
+def _cells(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    rows, cols = np.nonzero(mask)
+    return cols.astype(np.float32), rows.astype(np.float32)  # x = key, y = query
+
+
+def _marker_px(n: int, height: int) -> int:
+    return max(4, min(28, int(0.55 * (height - 90) / max(n, 1))))
+
+
+def query_labels(keep: np.ndarray) -> list[str]:
+    """Query tick labels; a row with no allowed key gets '∅' beside its number."""
+    empty = ~np.asarray(keep, dtype=bool).any(-1)
+    return [f"{i} ∅" if e else str(i) for i, e in enumerate(empty)]
+
+
+def mask_chart(
+    keep: Any,
+    *,
+    title: str,
+    caption: str,
+    clickable: bool = False,
+    height: int = 400,
+    x_title: str = "key (attended to)",
+    y_title: str = "query (attending)",
+) -> Chart:
+    """A boolean mask: blue = may attend, grey = blocked; rows with no key marked '∅'.
+
+    With clickable=True an invisible scatter point sits on every cell centre, so a
+    click selects (query, key) — the page turns that into a toggle.
+    """
+    keep = np.asarray(keep, dtype=bool)
+    T_q, T_k = keep.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=keep.astype(np.float32),
+            zmin=0,
+            zmax=1,
+            colorscale=_categorical(keep, [BLOCKED, ALLOWED]),
+            colorbar=dict(
+                tickvals=[0.25, 0.75], ticktext=["blocked", "allowed"], thickness=14, len=0.5
+            ),
+            hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>%{{customdata}}<extra></extra>",
+            customdata=np.where(keep, "allowed", "blocked"),
+            xgap=1,
+            ygap=1,
+        )
+    )
+    if clickable:
+        jj, ii = np.meshgrid(np.arange(T_k), np.arange(T_q))
+        fig.add_trace(
+            go.Scatter(  # the click reports x (key) and y (query) back to the page
+                x=jj.ravel().astype(np.float32),
+                y=ii.ravel().astype(np.float32),
+                mode="markers",
+                marker=dict(
+                    symbol="square", size=_marker_px(max(T_q, T_k), height), color="rgba(0,0,0,0)"
+                ),
+                selected=dict(marker=dict(color="rgba(0,0,0,0)")),
+                unselected=dict(marker=dict(opacity=1)),
+                hovertemplate="click to flip query %{y}, key %{x}<extra></extra>",
+                showlegend=False,
+                name="cells",
+            )
+        )
+    layout = base_layout(title, x_title, y_title, height=height)
+    layout["yaxis"].update(autorange="reversed", **_grid_ticks(T_q, query_labels(keep)))
+    layout["xaxis"].update(**_grid_ticks(T_k))
+    if T_q > 16:  # '∅' labels only where rows are empty; plain numbers are too dense
+        labels = query_labels(keep)
+        vals = [i for i in range(T_q) if i % 4 == 0 or labels[i].endswith("∅")]
+        layout["yaxis"].update(tickmode="array", tickvals=vals, ticktext=[labels[i] for i in vals])
+    if clickable:
+        layout["dragmode"] = False  # a click must select a cell, not start a zoom box
+    fig.update_layout(**layout)
+    fig.update_xaxes(range=[-0.5, T_k - 0.5])
+    fig.update_yaxes(range=[T_q - 0.5, -0.5])
+    return Chart(fig, caption)
+
+
+def _overlay(
+    fig: go.Figure,
+    where: np.ndarray,
+    *,
+    text: np.ndarray | None,
+    hover: str,
+    color: str,
+    customdata: np.ndarray | None = None,
+) -> None:
+    """Grey cells (and optional per-cell text) drawn on top of a heatmap where `where` is True."""
+    if not where.any():
+        return
+    z = np.where(where, 1.0, np.nan).astype(np.float32)
+    trace = dict(
+        z=z,
+        colorscale=[[0, color], [1, color]],
+        showscale=False,
+        hovertemplate=hover,
+        xgap=1,
+        ygap=1,
+    )
+    if customdata is not None:
+        trace["customdata"] = customdata
+    if text is not None:
+        trace["text"] = text
+        trace["texttemplate"] = "%{text}"
+        trace["textfont"] = dict(size=11, color="#222222")
+    fig.add_trace(go.Heatmap(**trace))
+
+
+def _forbidden_marks(fig: go.Figure, forbidden: np.ndarray, n: int, height: int) -> None:
+    """A small × on every forbidden cell: colour showing under it is weight that leaked."""
+    if not forbidden.any():
+        return
+    x, y = _cells(forbidden)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            marker=dict(
+                symbol="x-thin",
+                size=max(3, _marker_px(n, height) // 2),
+                line=dict(width=1.5, color=MARK),
+            ),
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
+
+
+def fmt_value(x: float) -> str:
+    """−inf, −1e+04, −6.55e+04 …: short and honest about infinities."""
+    if math.isinf(x):
+        return "−inf" if x < 0 else "inf"
+    if math.isnan(x):
+        return "NaN"
+    return f"{x:.3g}".replace("-", "−")
+
+
+def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, height: int = 400):
+    """Allowed logits on the diverging scale; forbidden cells grey, labelled with their value.
+
+    The forbidden values (−1e9, −inf …) would swamp any colour scale, so they are
+    drawn apart from the allowed ones and their number is written or hovered.
+    """
+    # float64 for the labels: float64's most negative finite value is -inf in float32
+    z = np.asarray(logits.detach().double().cpu() if hasattr(logits, "detach") else logits)
+    z = z.astype(np.float64)
+    keep = np.asarray(keep, dtype=bool)
+    T_q, T_k = z.shape
+    shown = to_numpy(np.where(keep, z, np.nan))
+    fig = heatmap(
+        shown,
+        title=f"Masked logits ({dtype})",
+        x_title="key (attended to)",
+        y_title="query (attending)",
+        diverging=True,
+        colorbar_title="logit",
+        height=height,
+    )
+    values = np.vectorize(fmt_value, otypes=[object])(z)  # (T_q, T_k) "−inf", "−1e+04" …
+    # numbers in the cells only while they stay short (small grid, |logit| < 100, "−inf")
+    room = max(T_q, T_k) <= CELL_TEXT_MAX
+    allowed = np.abs(z[keep & np.isfinite(z)])
+    numbers = room and (allowed.size == 0 or allowed.max() < 100)
+    fig.update_traces(texttemplate="%{z:.1~f}" if numbers else None, textfont_size=11)
+    small = room and all(len(t) <= 5 for t in values[~keep])
+    _overlay(
+        fig,
+        ~keep,
+        text=np.where(~keep, values, "") if small else None,
+        customdata=values,
+        hover="query %{y}<br>key %{x}<br>forbidden: logit = %{customdata}<extra></extra>",
+        color=BLOCKED,
+    )
+    n_inf = int(np.isneginf(z[~keep]).sum())
+    caption = (
+        f"Allowed logits keep their colour; grey cells are forbidden and hold the fill "
+        f"({fmt_value(stored_fill)} as {dtype} stores it) added to the score. "
+        + (
+            f"{n_inf} forbidden cells are −inf. "
+            if n_inf
+            else "Every forbidden logit is finite: softmax gives it exp(logit − max), tiny "
+            "but not zero unless the gap is large. "
+        )
+    )
+    return Chart(fig, caption)
+
+
+def weights_chart(
+    w: Any,
+    keep: Any,
+    *,
+    title: str,
+    caption: str,
+    height: int = 400,
+    labels=None,
+    numbers: bool = True,
+) -> Chart:
+    """Softmax weights on the fixed 0–1 scale; NaN cells grey and labelled, forbidden cells ×."""
+    w = to_numpy(w)
+    keep = np.asarray(keep, dtype=bool)
+    T_q, T_k = w.shape
+    q_labels = labels if labels is not None else [str(i) for i in range(T_q)]
+    k_labels = [str(j) for j in range(T_k)]
+    chart = weights_heatmap(
+        np.nan_to_num(w, nan=np.nan), q_labels, key_labels=k_labels, title=title, height=height
+    )
+    fig = chart.fig
+    if numbers and max(T_q, T_k) <= CELL_TEXT_MAX:  # only where a cell can hold a number
+        text = np.where(keep & np.isfinite(w), np.char.mod("%.2f", w), "")  # none under an ×
+        fig.update_traces(text=text, texttemplate="%{text}", textfont_size=11)
+    else:
+        fig.update_traces(texttemplate=None)
+    if T_q > 16 or T_k > 16:
+        fig.update_xaxes(tickmode="auto")
+        fig.update_yaxes(tickmode="auto")
+    nan = np.isnan(w)
+    _overlay(
+        fig,
+        nan,
+        text=np.where(nan, "NaN", "") if max(T_q, T_k) <= 12 else None,
+        hover="query %{y}<br>key %{x}<br>NaN (0/0)<extra></extra>",
+        color="#BBBBBB",
+    )
+    _forbidden_marks(fig, ~keep & ~nan, max(T_q, T_k), height)
+    return Chart(fig, caption)
+
+
+VERDICT_COLORS = {
+    "ok": OKABE_ITO[2],
+    "reads": OKABE_ITO[5],
+    "leak": OKABE_ITO[1],
+    "nan": OKABE_ITO[3],
+}
+
+
+def fill_grid(
+    outcomes: Sequence[Any], *, fill: str, dtype: str, fill_labels: dict | None = None
+) -> Chart:
+    """Every fill × every precision for the current mask and logit size, one word per cell."""
+    fills = list(dict.fromkeys(o.fill for o in outcomes))
+    dtypes = list(dict.fromkeys(o.dtype for o in outcomes))
+    codes = list(VERDICT_COLORS)
+    z = np.zeros((len(fills), len(dtypes)), dtype=np.float32)
+    text = np.empty(z.shape, dtype=object)
+    for o in outcomes:
+        i, j = fills.index(o.fill), dtypes.index(o.dtype)
+        z[i, j] = codes.index(o.verdict)
+        detail = {
+            "ok": "exact",
+            "reads": "empty row reads<br>forbidden keys",
+            "leak": f"leaks {o.max_leak:.0%}",
+            "nan": f"NaN in {o.nan_rows} row{'s' * (o.nan_rows != 1)}",
+        }[o.verdict]
+        stored = f"stored {fmt_value(o.stored)}"
+        text[i, j] = f"{detail}<br><sub>{stored}</sub>"
+    n = len(codes)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            zmin=-0.5,
+            zmax=n - 0.5,
+            colorscale=_categorical(z, list(VERDICT_COLORS.values())),
+            showscale=False,
+            text=text,
+            texttemplate="%{text}",
+            textfont=dict(size=12, color="#111111"),
+            hovertemplate="%{y} in %{x}<br>%{text}<extra></extra>",
+            xgap=3,
+            ygap=3,
+        )
+    )
+    layout = base_layout("What each fill does, in each precision", "precision", "fill value")
+    layout["yaxis"].update(
+        autorange="reversed",
+        tickmode="array",
+        tickvals=list(range(len(fills))),
+        ticktext=[(fill_labels or {}).get(f, f) for f in fills],
+    )
+    layout["xaxis"].update(tickmode="array", tickvals=list(range(len(dtypes))), ticktext=dtypes)
+    fig.update_layout(**layout)
+    if fill in fills and dtype in dtypes:
+        i, j = fills.index(fill), dtypes.index(dtype)
+        fig.add_shape(
+            type="rect",
+            x0=j - 0.5,
+            x1=j + 0.5,
+            y0=i - 0.5,
+            y1=i + 0.5,
+            line=dict(color="#000000", width=3),
+        )
+    caption = (
+        "The same mask and logits through a plain softmax, for every fill and precision; the "
+        "black frame is your current choice. Green: exact. Sky blue: a row with no allowed key "
+        "spreads its weight over forbidden keys. Orange: forbidden keys leak. Vermillion: NaN. "
+        "−inf is exact until a row has no allowed key; finite fills never give NaN but can leak "
+        "once the logits are as large as the fill."
+    )
+    return Chart(fig, caption)
+
+
+def broadcast_masks(
+    right: Any, wrong: Any, *, example: int, row_source: Sequence[int], lengths: Sequence[int]
+) -> Chart:
+    """Two panels: the mask example b should get, and what the bare (B, T_k) mask gives it."""
+    right = np.asarray(right, dtype=bool)
+    wrong = np.asarray(wrong, dtype=bool)
+    T_q, T_k = right.shape
+    # 0 blocked, 1 allowed, 2 wrongly allowed (reads padding), 3 wrongly blocked (misses a key)
+    code = np.where(right & wrong, 1, 0)
+    code = np.where(~right & wrong, 2, code)
+    code = np.where(right & ~wrong, 3, code).astype(np.float32)
+    colors = [BLOCKED, ALLOWED, WRONG_OPEN, WRONG_SHUT]
+    words = ["blocked", "allowed", "reads padding", "misses a real key"]
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.14,
+        subplot_titles=(
+            f"(B, 1, 1, T_k): example {example} (length {lengths[example]})",
+            "(B, T_k) as is: row i gets example i's padding",
+        ),
+    )
+    for col, z in ((1, right.astype(np.float32)), (2, code)):
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                zmin=-0.5,
+                zmax=3.5,
+                colorscale=_categorical(z, colors),
+                showscale=col == 2,
+                colorbar=dict(tickvals=[0, 1, 2, 3], ticktext=words, thickness=14),
+                customdata=np.array(words, dtype=object)[z.astype(int)],
+                hovertemplate="query %{y}<br>key %{x}<br>%{customdata}<extra></extra>",
+                xgap=1,
+                ygap=1,
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_layout(
+        **base_layout(
+            "Which example's padding lands on which query row", "key", "query", height=420
+        )
+    )
+    src = [f"{i} ← ex {s} ({lengths[s]})" for i, s in enumerate(row_source)]
+    dense = T_q > 16
+    vals = [i for i in range(T_q) if not dense or i % 4 == 0]
+    fig.update_yaxes(autorange="reversed", title_text="query")
+    fig.update_yaxes(tickmode="array", tickvals=vals, ticktext=[str(i) for i in vals], col=1)
+    fig.update_yaxes(tickmode="array", tickvals=vals, ticktext=[src[i] for i in vals], col=2)
+    fig.update_xaxes(title_text="key", **_grid_ticks(T_k))
+    caption = (
+        f"Left: the mask example {example} should get — its first {lengths[example]} keys on "
+        "every row. Right: what it actually gets when the (B, T_k) mask is passed as is. "
+        "Vermillion cells let a query read padding; orange cells hide a real key. Rows whose "
+        f"source example has the same length as example {example} come out right by luck."
+    )
+    return Chart(fig, caption)
+
+
+def broadcast_diff(diff: Any) -> Chart:
+    """Max |wrong − right| output per (example, query row)."""
+    d = to_numpy(diff)
+    B, T_q = d.shape
+    fig = heatmap(
+        d,
+        title="How wrong each output row is",
+        x_title="query row",
+        y_title="example",
+        zmin=0.0,
+        colorbar_title="max |Δ|",
+        height=max(240, min(420, 80 + 22 * B)),
+    )
+    fig.update_traces(
+        hovertemplate=(
+            f"example %{{y}}<br>query row %{{x}}<br>max |Δ| %{{z:{NUM_FMT}}}<extra></extra>"
+        )
+    )
+    wrong = int((d > 1e-9).sum())
+    caption = (
+        f"{wrong} of {B * T_q} output rows differ from the correctly masked ones, yet nothing "
+        "raised. The diagonal is always 0 (row i of example i happens to use its own padding), "
+        "as is any row whose source example has the same length."
+    )
+    return Chart(fig, caption)
+
+
+def cross_chart(w: Any, keep: Any, *, example: int, length: int, T_q: int, T_k: int) -> Chart:
+    """Decoder queries over encoder keys with padded key columns crossed out."""
+    w = to_numpy(w)
+    keep = np.asarray(keep, dtype=bool)
+    chart = weights_chart(
+        w,
+        keep,
+        numbers=False,
+        title=f"Cross-attention: {T_q} queries over {T_k} keys (example {example})",
+        caption=(
+            f"Example {example} has {length} real encoder tokens; the crossed-out columns are its "
+            f"padding and get weight 0 from every query. The (B, 1, 1, T_k) mask broadcasts over "
+            "heads and over all T_q query rows, so a query length different from the key length "
+            "is no problem and no query row is ever empty."
+        ),
+    )
+    chart.fig.update_xaxes(title_text="encoder key")
+    chart.fig.update_yaxes(title_text="decoder query")
+    return chart
+
+
+def causal_cost_chart(cost: Any) -> Chart:
+    """Median time per call: is_causal=True against a materialised (T, T) mask."""
+    names = ["is_causal=True", "materialised mask"]
+    ms = [cost.ms_is_causal, cost.ms_mask]
+    fig = go.Figure(
+        go.Bar(
+            x=names,
+            y=ms,
+            marker_color=[OKABE_ITO[2], OKABE_ITO[1]],
+            text=[f"{m:.3g} ms" for m in ms],
+            textposition="outside",
+            hovertemplate="%{x}<br>%{y:.3g} ms per call<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        **line_layout(
+            f"Time per call at T = {cost.T} ({cost.h} heads, d_k = {cost.d_k}, {cost.dtype})",
+            "how the causal structure is given",
+            "milliseconds per call (median)",
+            height=360,
+        )
+    )
+    fig.update_yaxes(rangemode="tozero")
+    ratio = cost.ms_mask / cost.ms_is_causal if cost.ms_is_causal > 0 else float("nan")
+    caption = (
+        f"Measured on {cost.device}: the materialised mask takes {ratio:.2g}× the time of the "
+        "flag. "
+        "With the flag the kernel knows the structure and can skip the upper triangle; with a "
+        "mask it has to read T × T entries it could have worked out."
+    )
+    return Chart(fig, caption)
+
+
+def plain_weights_chart(w: Any, keep: Any, *, nan_rows: int, height: int = 400) -> Chart:
+    """What a plain softmax makes of the filled logits (may hold NaN or leaked weight)."""
+    keep = np.asarray(keep, dtype=bool)
+    nan = f" — {nan_rows} NaN row{'s' * (nan_rows != 1)}" if nan_rows else ""
+    return weights_chart(
+        w,
+        keep,
+        title=f"Weights, plain softmax{nan}",
+        labels=query_labels(keep),
+        height=height,
+        caption="Plain torch.softmax of the logits above. Rows sum to 1. × marks a forbidden "
+        "cell: colour under a × is weight that leaked through the mask. Grey 'NaN' cells are "
+        "0/0, from a row with no finite logit.",
+    )
+
+
+def safe_weights_chart(w: Any, keep: Any, *, height: int = 400) -> Chart:
+    """attn_core's safe path on the same scores: boolean mask, zeros for an empty row."""
+    keep = np.asarray(keep, dtype=bool)
+    return weights_chart(
+        w,
+        keep,
+        title="Weights, safe path (attn_core)",
+        labels=query_labels(keep),
+        height=height,
+        caption="The same scores masked with the boolean mask (−inf) and a stable softmax that "
+        "gives a row with no allowed key all zeros: no NaN and no leak, whatever the fill.",
+    )

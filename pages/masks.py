@@ -1,0 +1,402 @@
+"""Masks: every mask shape, what the fill value does, and the broadcast that fails silently."""
+
+import zlib
+from functools import partial
+
+import streamlit as st
+import torch
+
+import ui
+from attn_core import (
+    DTYPES,
+    FILLS,
+    MASK_KINDS,
+    apply_fill,
+    broadcast_lab,
+    build_mask,
+    causal_cost,
+    cross_attention_demo,
+    demo_qkv,
+    empty_rows,
+    fill_outcomes,
+    fit_segments,
+    parse_custom,
+    parse_lengths,
+    replace_fill_error,
+    toggle_cell,
+)
+from figures import masks as fig
+from ui.chrome import PLOTLY_CONFIG
+
+FILE = "pages/masks.py"
+CAPTIONS = {
+    "none": "Every query reads every key: an encoder with no padding.",
+    "causal": "Row i may read keys 0…i: no peeking at tokens that come later.",
+    "padding": "This example's filler keys (past its length) are blocked for every query.",
+    "sliding-window": "A causal band: each query reads its last `window` keys, itself included.",
+    "prefix-LM": "The prefix reads itself both ways; the rest is causal and reads the prefix.",
+    "block-diagonal": "Packed documents: a token reads its own segment only, not a neighbour's.",
+    "custom": "Starts from causal; every listed cell is flipped. ∅ marks a row with no key.",
+}
+CUSTOM_CHARS = 3000
+LENGTHS = "5,3,7"
+
+
+def quote(x) -> str:
+    return f"`{ui.safe_text(x, 20)}`"
+
+
+@st.cache_data(max_entries=48, show_spinner=False)
+def main_view(spec: tuple, fill: str, dtype: str, logit_size: float, example: int) -> dict:
+    """Mask, filled logits, plain and safe weights of one batch element, as numpy."""
+    keep = build_mask(spec[0], spec[1], **dict(spec[2]), device=ui.device())  # (B, T, T)
+    q, k, v = demo_qkv(keep.shape[0], spec[1], spec[1], device=ui.device())
+    r = apply_fill(q, k, v, keep, fill, DTYPES[dtype], logit_size=logit_size)
+    b = min(example, keep.shape[0] - 1)
+    return dict(
+        keep=keep[b].cpu().numpy(),
+        logits=r.logits[b].double().cpu().numpy(),
+        weights=r.weights[b].float().cpu().numpy(),
+        safe=r.safe_weights[b].float().cpu().numpy(),
+        stored=r.stored,
+        nan_rows=int(r.nan_rows[b].sum()),
+        leak=r.max_leak,
+        empty=empty_rows(keep[b]),
+        diff=float(r.out_diff[b].nan_to_num(0).max()),
+        overflow=int(r.logits[b][keep[b]].isinf().sum()),  # scores already ±inf in dtype
+    )
+
+
+@st.cache_data(max_entries=24, show_spinner=False)
+def outcomes(spec: tuple, logit_size: float) -> list:
+    keep = build_mask(spec[0], spec[1], **dict(spec[2]))
+    q, k, v = demo_qkv(keep.shape[0], spec[1], spec[1])
+    return fill_outcomes(q, k, v, keep, DTYPES, logit_size=logit_size)
+
+
+# Building a plotly figure costs ~30 ms; these caches hand back the same read-only Chart
+# objects (cache_resource: no pickling), bounded, keyed only by the controls they use.
+@st.cache_resource(max_entries=32, show_spinner=False)
+def main_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
+    m = main_view(spec, fill, dtype, logit_size, example)
+    kind = spec[0]
+    who = f" — example {example}" if kind == "padding" else ""
+    mask = fig.mask_chart(
+        m["keep"], title=f"Mask: {kind}{who}", caption=CAPTIONS[kind], clickable=kind == "custom"
+    )
+    return m, [
+        mask,
+        fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=dtype),
+        fig.plain_weights_chart(m["weights"], m["keep"], nan_rows=m["nan_rows"]),
+        fig.safe_weights_chart(m["safe"], m["keep"]),
+    ]
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def fill_chart(spec: tuple, logit_size: float, fill: str, dtype: str):
+    return fig.fill_grid(outcomes(spec, logit_size), fill=fill, dtype=dtype)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def shapes_charts(batch: int, T_q: int, T: int, lengths: tuple, example: int):
+    """The cross-attention chart, and the bug lab: its messages and (when silent) its charts."""
+    keep, w, used = cross_attention_demo(T_q, T, lengths, device=ui.device())
+    b = min(example, len(used) - 1)
+    cross = fig.cross_chart(
+        w[b].float().cpu().numpy(), keep[b].cpu().numpy(), example=b, length=used[b], T_q=T_q, T_k=T
+    )
+    lab = broadcast_lab(batch, T_q, T, lengths)
+    charts = []
+    if lab.wrong_keep is not None and batch > 1:
+        ex = min(example, batch - 1)
+        right, wrong = lab.right_keep[ex].numpy(), lab.wrong_keep[ex].numpy()
+        charts = [
+            fig.broadcast_masks(
+                right, wrong, example=ex, row_source=lab.row_source, lengths=lab.lengths
+            ),
+            fig.broadcast_diff(lab.diff.numpy()),
+        ]
+    return cross, (lab.torch_error, lab.core_error), charts
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cost_view(T: int):
+    return causal_cost(T, device=ui.device())
+
+
+def flip_cell(grid_key: str, T: int) -> None:
+    """Click callback: the clicked (query, key) flips, and the URL's `custom` follows."""
+    points = st.session_state[grid_key].selection.points
+    if points:
+        i, j = round(points[0]["y"]), round(points[0]["x"])  # y = query row, x = key column
+        cells = parse_custom(st.session_state.get("custom", ""), T).cells
+        text = toggle_cell(cells, i, j)
+        if len(text) <= CUSTOM_CHARS:  # past that the link would be refused: ignore the click
+            st.session_state["custom"] = text
+
+
+def controls() -> dict:
+    c: dict = {}
+    with st.sidebar:
+        st.subheader("Mask")
+        c["kind"] = kind = ui.selectbox("mask", "Mask type", MASK_KINDS, "causal")
+        c["T"] = T = ui.slider("tokens", "Tokens T", 2, 48, 8)
+        opts: dict = {}
+        if kind == "sliding-window":
+            opts["window"] = ui.slider("window", "Window: keys each query sees", 1, 48, 3)
+        if kind == "prefix-LM":
+            opts["prefix"] = ui.slider("prefix", "Prefix length", 0, 48, 3)
+            if opts["prefix"] > T:
+                ui.note(f"A prefix of {opts['prefix']} is longer than T = {T}; using {T}.")
+                opts["prefix"] = T
+        raw = ui.text("lengths", "Lengths per example, e.g. 5,3,7", LENGTHS)
+        parsed = parse_lengths(raw, T)
+        for message in parsed.problems(T, quote) if raw != LENGTHS else []:
+            ui.note(message)  # the default clipped to a small T is no mistake: no warning
+        c["lengths"] = tuple(parsed.lengths)
+        st.caption(f"In use: {', '.join(map(str, c['lengths']))} (each at most T = {T})")
+        if kind == "block-diagonal":
+            opts["segments_causal"] = ui.toggle("causal", "Causal inside each segment", False)
+            opts["lengths"] = tuple(fit_segments(c["lengths"], T))
+        if kind == "padding":
+            opts["lengths"] = c["lengths"]
+        if kind == "custom":
+            c["custom"] = ui.text("custom", "Flipped cells (query-key)", "", max_chars=CUSTOM_CHARS)
+            cells = parse_custom(c["custom"], T)
+            for message in cells.problems(T, quote):
+                ui.note(message)
+            opts["cells"] = tuple(sorted(cells.cells))
+        c["example"] = ui.radio("example", "Example shown", range(len(c["lengths"])), 0)
+        c["spec"] = (kind, T, tuple(sorted(opts.items())))
+        st.subheader("Fill and precision")
+        c["fill"] = ui.radio("fill", "Fill for forbidden logits", FILLS, "-inf", help=FILL_HELP)
+        c["dtype"] = ui.radio("dtype", "Precision", list(DTYPES), "float32")
+        c["logit_size"] = ui.log_slider("logit_size", "Logit size (std of scores)", 1, 30000, 1)
+        st.subheader("Shapes")
+        c["batch"] = ui.slider("batch", "Batch size B (bug lab)", 1, 48, 3)
+        c["T_q"] = ui.slider("T_q", "Query length T_q", 1, 48, 6)
+        c["T_time"] = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)
+    return c
+
+
+def mask_section(c: dict) -> dict:
+    st.subheader("1 · The mask, the masked logits, the weights")
+    example = min(c["example"], len(c["lengths"]) - 1)
+    m, (mask, logits, plain, safe) = main_charts(
+        c["spec"], c["fill"], c["dtype"], c["logit_size"], example
+    )
+    left, right = st.columns(2)
+    with left:
+        if c["kind"] == "custom":  # a fresh key per mask: the new chart starts unselected
+            key = f"grid_{c['T']}_{zlib.crc32(c['custom'].encode())}"
+            on_select = partial(flip_cell, key, c["T"])
+            st.plotly_chart(
+                mask.fig,
+                key=key,
+                on_select=on_select,
+                selection_mode="points",
+                config=PLOTLY_CONFIG,
+            )
+            st.caption(mask.caption + " **Click a cell to flip it**; the link keeps your mask.")
+        else:
+            ui.show(mask)
+    with right:
+        ui.show(logits)
+    left, right = st.columns(2)
+    with left:
+        ui.show(plain)
+    with right:
+        ui.show(safe)
+    if m["overflow"]:
+        big = fig.fmt_value(float(torch.finfo(DTYPES[c["dtype"]]).max))
+        st.info(
+            f"{m['overflow']} allowed scores are already ±inf: {c['dtype']} stops at {big}, and "
+            "these logits are larger. A row holding +inf comes out NaN whatever the fill; "
+            "lower the logit size.",
+            icon=":material/warning:",
+        )
+    if m["empty"]:
+        rows = ", ".join(map(str, m["empty"]))
+        st.info(
+            f"Query row {rows} may attend to **no key at all** (∅). {EMPTY}",
+            icon=":material/block:",
+        )
+    return m
+
+
+def fill_section(c: dict, m: dict) -> None:
+    st.subheader("2 · The fill value: −inf, −1e9, finfo.min or −1e4?")
+    a, b, d, e = st.columns(4)
+    a.metric(f"Fill as {c['dtype']} stores it", fig.fmt_value(m["stored"]))
+    b.metric("Rows that came out NaN", m["nan_rows"])
+    d.metric("Largest leaked weight", f"{m['leak']:.3g}", help=LEAK_HELP)
+    e.metric("Output error vs safe", f"{m['diff']:.3g}", help=DIFF_HELP)
+    err = replace_fill_error(c["fill"], DTYPES[c["dtype"]])
+    if err:
+        st.error(
+            f"The other common style, `scores.masked_fill(~keep, {c['fill']})` in {c['dtype']}, "
+            f"fails loudly instead: *RuntimeError: {err}*. A float mask tensor, as used here, "
+            "overflows to −inf without a word.",
+            icon=":material/error:",
+        )
+    ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
+    ui.try_this(TRY_FILL)
+
+
+def shapes_section(c: dict) -> None:
+    B, T_q = c["batch"], c["T_q"]
+    cross, (torch_error, core_error), bug = shapes_charts(
+        B, T_q, c["T"], c["lengths"], c["example"]
+    )
+    st.subheader("3 · Cross-attention: padding on the keys only")
+    left, right = st.columns([3, 2], vertical_alignment="center")
+    right.markdown(CROSS)
+    with left:
+        ui.show(cross)
+    st.subheader("4 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
+    st.code(BUG_CODE, language="python")
+    if torch_error:
+        st.error(
+            f"B = {B} ≠ T_q = {T_q}, so PyTorch refuses — the lucky case.\n\n"
+            f"**RuntimeError:** {torch_error}\n\nattn_core's own check: {core_error}",
+            icon=":material/error:",
+        )
+        st.markdown(f"Now set **B = T_q = {T_q}**: the same line runs without a word.")
+    elif B == 1:
+        st.success("B = 1: the bare mask acts as (1, 1, 1, T_k), which is right by luck.")
+    else:
+        st.warning(
+            f"B = T_q = {B}: **no error**, yet query row i of every example is masked with "
+            "example i's padding.",
+            icon=":material/visibility_off:",
+        )
+        for chart in bug:
+            ui.show(chart)
+    ui.try_this(TRY_SHAPES)
+
+
+@st.fragment
+def cost_section(T: int) -> None:
+    st.subheader("5 · `is_causal=True` or a materialised causal mask?")
+    st.markdown(COST.format(T=T, mib=T * T / 2**20))
+    if not st.button(f"Measure both at T = {T} on this device", icon=":material/timer:"):
+        st.caption("A few calls of each (about a second on a CPU); the result is cached.")
+        return
+    cost = cost_view(T)
+    a, b, d = st.columns(3)
+    a.metric("Max |difference| of the outputs", f"{cost.max_diff:.3g}")
+    b.metric("Time: flag / mask", f"{cost.ms_is_causal:.3g} / {cost.ms_mask:.3g} ms")
+    if cost.peak_mask is not None:
+        peaks = f"{cost.peak_is_causal / 2**20:.3g} / {cost.peak_mask / 2**20:.3g} MiB"
+        d.metric("Peak memory: flag / mask", peaks)
+    else:
+        extra = f"{cost.mask_bytes / 2**20:.3g} MiB"
+        d.metric("Extra memory for the mask", extra, help="Counted: T × T booleans.")
+    ui.show(fig.causal_cost_chart(cost))
+    ui.try_this(TRY_COST)
+
+
+def run() -> None:
+    ui.page_header(FILE, INTRO)
+    c = controls()
+    ui.show_notes()
+    m = mask_section(c)
+    fill_section(c, m)
+    shapes_section(c)
+    cost_section(c["T_time"])
+    ui.explain("Why −inf, and why not always −inf?", EXPLAIN_FILL)
+    ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", EXPLAIN_SHAPES)
+    ui.prev_next(FILE)
+
+
+INTRO = (
+    "A mask decides which keys each query may read. Before softmax every forbidden score is "
+    "replaced by −∞ (or a very negative number), so it gets zero weight. Masks enforce "
+    "causality, ignore padding, limit attention to a window and keep packed documents apart. "
+    "They also fail **quietly**: a fill that is too small, or a mask of the wrong shape, still "
+    "gives numbers — just wrong ones. This page makes each failure visible."
+)
+EMPTY = (
+    "Softmax over nothing is undefined: with a −inf fill the plain softmax returns NaN there; "
+    "with a finite fill it quietly spreads the weight over forbidden keys. attn_core's safe path "
+    "gives that query zero weights, so its output is a zero vector."
+)
+DIFF_HELP = "Largest |plain output − safe output| over the rows that are not NaN."
+FILL_HELP = "finfo.min is the precision's most negative finite number, e.g. −65504 in float16."
+LEAK_HELP = "Weight that a row with allowed keys puts on forbidden ones (empty rows excluded)."
+TRY_FILL = [
+    (
+        "Choose custom, click the diagonal cell of row 0, keep −inf",
+        "row 0 has no key left: "
+        "the plain weights turn NaN, while the safe path shows a row of zeros.",
+    ),
+    (
+        "Then switch the fill to −1e9 and the precision to float16",
+        "−1e9 is stored as −inf, so "
+        "NaN again — and the masked_fill style raises an overflow error instead.",
+    ),
+    (
+        "Causal mask, fill −1e4, logit size 10000",
+        "forbidden future keys grab most of the weight: "
+        "a −1e4 shift is no match for logits that large. −inf never leaks.",
+    ),
+]
+CROSS = (
+    "In an encoder–decoder, decoder queries (T_q of them) read encoder keys (T_k = T). Only the "
+    "**keys** are padded, so the mask is (B, 1, 1, T_k): it broadcasts over heads and over every "
+    "query row. T_q ≠ T_k is no problem, and no query row is ever empty as long as each example "
+    "keeps at least one real key. Pick the example in the sidebar."
+)
+BUG_CODE = (
+    "keep = torch.arange(T_k) < lengths[:, None]   # (B, T_k): looks harmless\n"
+    "scores.masked_fill(~keep, float('-inf'))       # scores: (B, h, T_q, T_k)\n"
+    "# broadcasting lines shapes up from the right: keep acts as (1, 1, B, T_k)"
+)
+TRY_SHAPES = [
+    (
+        "Set the batch size B equal to T_q",
+        "the error disappears and the picture fills with "
+        "vermillion and orange cells: wrong rows, no warning.",
+    ),
+    (
+        "With B = T_q, type lengths 4,4,4",
+        "every example has the same padding, so the bug changes "
+        "nothing — which is how it survives tests on tidy batches.",
+    ),
+    ("Set B = 1", "the bare mask is right by accident: there is only one example to confuse."),
+]
+TRY_COST = [
+    ("Measure at T = 256, then at 2048", "on most machines the mask's extra time grows with T: "
+     "reading T × T entries is work the flag never does."),
+    ("Read the max difference", "0 or a few 1e-7: the two ways give the same attention, so "
+     "there is no accuracy reason to build the mask yourself."),
+]  # fmt: skip
+COST = (
+    "Both hand PyTorch's fused attention the same causal structure. The flag lets the kernel "
+    "skip the upper triangle without reading anything; the mask is a T × T tensor it must build "
+    "and read ({mib:.3g} MiB of booleans at T = {T}, every call)."
+)
+EXPLAIN_FILL = (
+    "exp(−∞) is exactly 0, so a −∞ logit gets exactly zero weight in any precision. The one "
+    "trap: when *every* key of a row is forbidden the row maximum is −∞ and −∞ − (−∞) is NaN. "
+    "Code either guarantees each query keeps a key (a causal mask always keeps the diagonal) or "
+    "zeroes such rows afterwards, as attn_core does.\n\n"
+    "Finite fills avoid the NaN but trade it for other trouble: they only *shift* a forbidden "
+    "logit, so logits as large as the fill leak through, and a row with nothing allowed spreads "
+    "its weight over keys it must not see. −1e9 is beyond any sane logit in float32, but float16 "
+    "tops out at 65 504, so −1e9 becomes −∞ there. Half-precision code therefore falls back to "
+    "−1e4 or to the dtype's minimum — and that minimum can itself overflow to −∞ once a negative "
+    "score is added to it."
+)
+EXPLAIN_SHAPES = (
+    "Broadcasting lines shapes up **from the right**. A causal mask (T_q, T_k) therefore applies "
+    "to every example and head, as intended. A padding mask differs per example, so its batch "
+    "axis must stay first: reshape it to (B, 1, 1, T_k), which broadcasts over heads and queries. "
+    "Left as (B, T_k), its B lines up with T_q: different sizes give a shape error; equal sizes "
+    "give every query row another example's padding, and the model trains on the wrong context "
+    "without a warning. Expand masks to four dimensions explicitly, and test on batches of "
+    "*unequal* lengths."
+)
+
+
+run()
