@@ -137,7 +137,7 @@ def flip_cell(grid_key: str, T: int) -> None:
 
 def controls() -> dict:
     c: dict = {}
-    with st.sidebar:
+    with ui.controls_area():
         st.subheader("Mask")
         c["kind"] = kind = ui.selectbox("mask", "Mask type", MASK_KINDS, "causal")
         c["T"] = T = ui.slider("tokens", "Tokens T", 2, 48, 8)

@@ -58,7 +58,7 @@ def sweep_scores(init, seed):
 
 
 def controls():
-    with st.sidebar:
+    with ui.controls_area():
         st.subheader("Controls", divider="gray")
         d_k = ui.pow2_slider("d_k", "d_k — width of each query and key", 1, 1024, 64)
         tokens = ui.slider("tokens", "Tokens in the sequence (T)", 2, 64, 12)

@@ -5,6 +5,7 @@ Pages import from here; no page parses the URL itself.
 
 from . import _warm  # noqa: F401  (first: heavy imports, then gc.freeze)
 from .chrome import (
+    controls_area,
     device,
     device_badge,
     escape,
@@ -29,12 +30,15 @@ from .controls import (
     text,
     toggle,
 )
+from .exercises import predict_choice, predict_number
 from .lesson import LESSONS, Lesson, available
+from .share import presenting
 
 __all__ = [
     "LESSONS",
     "Lesson",
     "available",
+    "controls_area",
     "device",
     "device_badge",
     "escape",
@@ -45,6 +49,9 @@ __all__ = [
     "number",
     "page_header",
     "pow2_slider",
+    "predict_choice",
+    "predict_number",
+    "presenting",
     "prev_next",
     "radio",
     "safe_text",

@@ -12,7 +12,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import controls
+from . import controls, share
 from .lesson import Lesson, available, by_file
 
 PLOTLY_CONFIG = {
@@ -61,6 +61,14 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     if st.session_state.get("_ui_page") != file:
         controls.reset_notes()  # notes about another page's link do not belong here
         st.session_state["_ui_page"] = file
+    st.session_state["_ui_chart_n"] = 0
+    if share.presenting():
+        st.html(share.PRESENT_CSS)
+    else:
+        with st.sidebar:
+            st.markdown("**Share this view**")
+            share.link_box()
+            share.present_toggle_link(file)
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
     if intro:
@@ -69,10 +77,42 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     return lesson
 
 
-def show(chart: Chart, *, key: str | None = None) -> None:
-    """A chart, then the caption that says what to notice."""
-    st.plotly_chart(chart.fig, config=PLOTLY_CONFIG, key=key, alt=chart.alt)
+def _next_chart_number() -> int:
+    """A counter that makes every chart's download key unique within a run (and across
+    fragment reruns, which continue it)."""
+    n = st.session_state.get("_ui_chart_n", 0) + 1
+    st.session_state["_ui_chart_n"] = n
+    return n
+
+
+def controls_area():
+    """Where a page's main controls go: the sidebar, or (presenter mode, no sidebar)
+    a box at the top of the page. Use as `with ui.controls_area():`."""
+    if share.presenting():
+        return st.expander("Controls", expanded=True, icon=":material/tune:")
+    return st.sidebar
+
+
+def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
+    """A chart, then the caption that says what to notice, and its data as CSV.
+
+    PNG export is plotly's own toolbar (works offline). Extra keyword arguments go to
+    st.plotly_chart (e.g. on_select for clickable charts)."""
+    fig = share.for_projector(chart.fig) if share.presenting() else chart.fig
+    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, alt=chart.alt, **plotly_kw)
     st.caption(chart.caption)
+    title = chart.fig.layout.title.text or "chart"
+    st.download_button(
+        "Data (CSV)",
+        type="tertiary",
+        data=lambda fig=chart.fig: share.figure_csv(fig),  # built only when clicked
+        file_name=share.csv_name(title),
+        mime="text/csv",
+        icon=":material/download:",
+        help=f"Download the numbers behind “{title}” as CSV",
+        key=f"csv-{key or ''}-{_next_chart_number()}",
+        on_click="ignore",
+    )
 
 
 def try_this(items: list[tuple[str, str]]) -> None:
@@ -105,6 +145,9 @@ def prev_next(file: str) -> None:
         prev = lessons[i - 1]
         left.page_link(prev.file, label=f"Previous: {prev.title}", icon=":material/arrow_back:")
     mid.caption(f"Step {i + 1} of {len(lessons)}")
+    if share.presenting():
+        with mid:
+            share.present_toggle_link(file)
     if i + 1 < len(lessons):
         nxt = lessons[i + 1]
         right.page_link(nxt.file, label=f"Next: {nxt.title}", icon=":material/arrow_forward:")

@@ -1,0 +1,113 @@
+"""Sharing: a live "copy link to this view" box, presenter mode, CSV export of a chart's data."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+import streamlit.components.v1 as components
+
+# The link box runs in a same-origin iframe and reads the parent page's address every
+# half second, so it stays right even after a fragment-only rerun changed the URL.
+_LINK_HTML = """
+<div style="display:flex;gap:.5rem;align-items:center;font-family:sans-serif">
+  <input id="u" readonly aria-label="Link to this view"
+         style="flex:1;font-size:14px;padding:6px 8px;border:1px solid #c8ced6;border-radius:6px;
+                color:#1B1F24;background:#F2F5F8">
+  <button id="b" type="button"
+          style="font-size:14px;padding:6px 12px;border:1px solid #0072B2;border-radius:6px;
+                 background:#0072B2;color:white;cursor:pointer">Copy link</button>
+</div>
+<script>
+  const u = document.getElementById('u'), b = document.getElementById('b');
+  const href = () => { try { return window.parent.location.href; } catch (e) { return ''; } };
+  const sync = () => { const h = href(); if (u.value !== h) u.value = h; };
+  sync(); setInterval(sync, 500);
+  b.addEventListener('click', async () => {
+    sync();
+    try { await navigator.clipboard.writeText(u.value); }
+    catch (e) { u.select(); document.execCommand('copy'); }
+    b.textContent = 'Copied'; setTimeout(() => { b.textContent = 'Copy link'; }, 1500);
+  });
+</script>
+"""
+
+PRESENT_CSS = """
+<style>
+  [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
+  [data-testid="stExpandSidebarButton"], [data-testid="stHeader"] { display: none !important; }
+  .stMainBlockContainer, .block-container { max-width: 100% !important;
+    padding: 1.5rem 2.5rem !important; }
+  .stMarkdown p, .stMarkdown li,
+  [data-testid="stCaptionContainer"] { font-size: 1.35rem !important; }
+  h1 { font-size: 3.2rem !important; }
+  h2, h3 { font-size: 2.2rem !important; }
+  [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
+</style>
+"""
+
+
+def presenting() -> bool:
+    """?present=1 on any page: projector-sized type and figures, no sidebar."""
+    return str(st.query_params.get("present", "")).lower() in {"1", "true", "yes"}
+
+
+def link_box() -> None:
+    """A read-only box with the current URL (every control lives in it) and a copy button."""
+    components.html(_LINK_HTML, height=44)
+
+
+def present_toggle_link(file: str) -> None:
+    """A link to this very view with presenter mode switched on or off."""
+    params = {k: st.query_params.get_all(k)[-1] for k in st.query_params if k != "present"}
+    if presenting():
+        st.page_link(file, label="Leave presenter mode", icon=":material/close_fullscreen:",
+                     query_params=params)  # fmt: skip
+    else:
+        st.page_link(file, label="Presenter mode", icon=":material/co_present:",
+                     query_params={**params, "present": "1"})  # fmt: skip
+
+
+def for_projector(fig: go.Figure) -> go.Figure:
+    """Bigger type and a taller plot for the back row."""
+    height = fig.layout.height or 380
+    fig = go.Figure(fig)
+    fig.update_layout(font_size=20, title_font_size=24, height=int(height * 1.3))
+    return fig
+
+
+def figure_csv(fig: go.Figure) -> str:
+    """The numbers behind a chart, one block per trace, as CSV text."""
+    out = io.StringIO()
+    for i, tr in enumerate(fig.data):
+        name = tr.name or f"trace {i}"
+        out.write(f"# {tr.type}: {name}\n")
+        z = getattr(tr, "z", None)
+        if z is not None:
+            z = np.asarray(z, dtype=float)
+            if z.ndim == 1:
+                z = z[None, :]
+            cols = [str(c) for c in (tr.x if tr.x is not None else range(z.shape[1]))]
+            rows = [str(r) for r in (tr.y if tr.y is not None else range(z.shape[0]))]
+            out.write("row," + ",".join(cols) + "\n")
+            for r, line in zip(rows, z, strict=False):
+                out.write(r + "," + ",".join(f"{x:.6g}" for x in line) + "\n")
+            continue
+        cols = {a: getattr(tr, a, None) for a in ("x", "y")}
+        cols = {a: np.asarray(c).ravel() for a, c in cols.items() if c is not None}
+        if not cols:
+            continue
+        n = max(len(c) for c in cols.values())
+        out.write(",".join(cols) + "\n")
+        for j in range(n):
+            out.write(",".join(str(c[j]) if j < len(c) else "" for c in cols.values()) + "\n")
+    return out.getvalue()
+
+
+def csv_name(title: str) -> str:
+    """A file name from a chart title: 'Who attends — d_k = 64' -> who-attends-d_k-64.csv"""
+    slug = re.sub(r"[^A-Za-z0-9_]+", "-", title).strip("-").lower()[:60]
+    return f"{slug or 'chart'}.csv"
