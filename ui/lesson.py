@@ -53,7 +53,7 @@ LESSONS: list[Lesson] = [
         "multi-head",
         "Multi-head",
         ":material/view_column:",
-        "pages/multi_head.py",
+        "pages/multi-head.py",
         "Why run attention eight times in parallel instead of once?",
     ),
     Lesson(

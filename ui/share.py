@@ -8,7 +8,6 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
-import streamlit.components.v1 as components
 
 # The link box runs in a same-origin iframe and reads the parent page's address every
 # half second, so it stays right even after a fragment-only rerun changed the URL.
@@ -57,7 +56,7 @@ def presenting() -> bool:
 
 def link_box() -> None:
     """A read-only box with the current URL (every control lives in it) and a copy button."""
-    components.html(_LINK_HTML, height=44)
+    st.iframe(_LINK_HTML, height=44, alt="Link to this view, with a copy button")
 
 
 def present_toggle_link(file: str) -> None:

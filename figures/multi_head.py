@@ -1,0 +1,567 @@
+"""Pictures for the multi-head page: heads side by side, outputs, interference, diversity, cost.
+
+Numpy/tensors in, `Chart` (figure + what to notice) or markdown table text out. Token
+labels may come from a user's sentence: they are HTML-escaped here before plotly sees
+them (plotly renders a few HTML tags in tick text), and shortened so ticks stay legible.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .style import NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, heatmap, line_layout, to_numpy
+
+MAX_PANELS = 16  # heads drawn one by one; the rest are summarised
+X_KEY = "key (attended to)"
+Y_QUERY = "query (attending)"
+
+
+def plot_label(token: str, limit: int = 10) -> str:
+    """A token as plain text for plotly: escaped (no tags) and at most `limit` characters."""
+    s = "".join(ch for ch in str(token) if ch.isprintable())
+    s = s if len(s) <= limit else s[: limit - 1] + "…"
+    return html.escape(s, quote=False) or "·"
+
+
+def _labels(tokens: list[str]) -> list[str]:
+    """Tick text for tokens. Cells sit at numeric positions, so a repeated word keeps its row."""
+    return [plot_label(t) for t in tokens]
+
+
+# ----------------------------------------------------------------------------- heads side by side
+
+
+def _grid_axes(n: int, cols: int, gap: float = 0.05) -> list[tuple[list[float], list[float]]]:
+    """Domains (x, y) for n panels in a grid, row-major from the top left."""
+    rows = math.ceil(n / cols)
+    w = (1.0 - gap * (cols - 1)) / cols
+    hgt = (1.0 - gap * 2.2 * (rows - 1)) / rows
+    out = []
+    for i in range(n):
+        r, c = divmod(i, cols)
+        x0 = c * (w + gap)
+        y1 = 1.0 - r * (hgt + gap * 2.2)
+        out.append(([x0, x0 + w], [max(0.0, y1 - hgt), y1]))
+    return out
+
+
+def heads_grid(weights: Any, tokens: list[str], *, focus: Any | None = None) -> Chart:
+    """Small multiples: up to 16 heads' (T, T) weights, then their average, on one 0–1 scale.
+
+    Built from plain layout dicts (no make_subplots): cheap enough for every rerun.
+    """
+    w = to_numpy(weights)  # (h, T, T)
+    h, T, _ = w.shape
+    shown = min(h, MAX_PANELS)
+    avg = w.mean(0)  # (T, T)
+    panels = [(w[j], f"head {j + 1}") for j in range(shown)] + [(avg, f"average of {h}")]
+    n = len(panels)
+    cols = n if n <= 5 else (5 if n <= 10 else 6)  # 9 panels (h = 8) fit in two rows
+    rows = math.ceil(len(panels) / cols)
+    labels = _labels(tokens)
+    small = T <= 16  # token labels on the outer panels; beyond that the ticks would collide
+    words_long = max((len(t) for t in labels), default=0) > 3
+    fig = go.Figure()
+    layout: dict = dict(
+        title=dict(
+            text=f"Every head's attention weights ({shown} of {h} heads shown) and their average",
+            x=0.0,
+            xanchor="left",
+            font=dict(size=17),
+        ),
+        font=dict(size=13),
+        height=110 + 225 * rows,
+        margin=dict(l=70, r=10, t=70, b=60),
+        coloraxis=dict(
+            colorscale=SEQUENTIAL,
+            cmin=0.0,
+            cmax=1.0,
+            colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT, thickness=14),
+        ),
+        annotations=[],
+        hoverlabel=dict(font_size=14),
+    )
+    for i, ((z, name), (dx, dy)) in enumerate(
+        zip(panels, _grid_axes(len(panels), cols), strict=True)
+    ):
+        ax = "" if i == 0 else str(i + 1)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                coloraxis="coloraxis",
+                xaxis=f"x{ax}",
+                yaxis=f"y{ax}",
+                xgap=1 if T <= 24 else 0,
+                ygap=1 if T <= 24 else 0,
+                name=name,
+                hovertemplate=f"{name}<br>query #%{{y}} → key #%{{x}}<br>"
+                f"weight %{{z:{NUM_FMT}}}<extra></extra>",
+            )
+        )
+        r, c = divmod(i, cols)
+        # Token labels only along the outer edges (bottom of each column, left of each row),
+        # and only on small maps: inner panels stay clean.
+        labelled = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels)
+        x_ticks = labelled if small and i + cols >= len(panels) else dict(showticklabels=False)
+        y_ticks = labelled if small and c == 0 else dict(showticklabels=False)
+        layout[f"xaxis{ax}"] = dict(
+            domain=dx,
+            anchor=f"y{ax}",
+            title=dict(text=X_KEY if r == rows - 1 and c == 0 else ""),
+            tickfont=dict(size=10),
+            tickangle=-60 if words_long else 0,
+            **x_ticks,
+        )
+        layout[f"yaxis{ax}"] = dict(
+            domain=dy,
+            anchor=f"x{ax}",
+            autorange="reversed",
+            title=dict(text=Y_QUERY if c == 0 and r == 0 else ""),
+            tickfont=dict(size=10),
+            **y_ticks,
+        )
+        extra = f" · focus {float(focus[i]):.2f}" if focus is not None and i < shown else ""
+        is_avg = i == len(panels) - 1
+        layout["annotations"].append(
+            dict(
+                text=f"<b>{name}</b>{extra}" if is_avg else f"{name}{extra}",
+                x=(dx[0] + dx[1]) / 2,
+                y=dy[1],
+                xref="paper",
+                yref="paper",
+                xanchor="center",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=13, color=OKABE_ITO[3] if is_avg else "#333"),
+            )
+        )
+    fig.update_layout(**layout)
+    more = (
+        f" Heads {MAX_PANELS + 1}–{h} are not drawn one by one; the focus chart below covers all."
+        if h > MAX_PANELS
+        else ""
+    )
+    caption = (
+        "Each small map is one head: row = a token asking, column = a token being read, one "
+        "colour scale for all. Compare the heads with the last panel, their **average**: each "
+        "head keeps its own pattern, while the average is flatter — averaging the heads "
+        "(which is what one head would have to do) blurs the distinct patterns together." + more
+    )
+    return Chart(fig, caption)
+
+
+def focus_bars(focus: Any, avg_focus: float, T: int) -> Chart:
+    """Each head's mean largest weight, against the average map's and a uniform row's."""
+    f = to_numpy(focus)
+    h = f.shape[0]
+    fig = go.Figure(
+        go.Bar(
+            x=np.arange(1, h + 1),
+            y=f,
+            marker_color=OKABE_ITO[0],
+            name="one head",
+            hovertemplate=f"head %{{x}}<br>mean largest weight %{{y:{NUM_FMT}}}<extra></extra>",
+        )
+    )
+    ends = [0.5, h + 0.5]
+    for y, name, style in (
+        (avg_focus, f"the averaged map: {avg_focus:.2f}", dict(color=OKABE_ITO[3], dash="dash")),
+        (1.0 / T, f"uniform, 1/T = {1.0 / T:.2f}", dict(color="#555", dash="dot")),
+    ):
+        fig.add_trace(
+            go.Scatter(x=ends, y=[y, y], mode="lines", line=dict(width=3, **style), name=name)
+        )
+    fig.update_layout(
+        **line_layout(
+            "How sharply each head focuses",
+            "head",
+            "mean largest weight in a row",
+            height=340,
+            margin=dict(l=10, r=10, t=80, b=10),
+        )
+    )
+    fig.update_xaxes(tickmode="linear" if h <= 16 else "auto", dtick=1)
+    fig.update_yaxes(range=[0, 1.05])
+    caption = (
+        "Bar = how much of its attention a head puts, on average, on its single favourite token "
+        "(1 = always one token, 1/T = spread evenly). The dashed line is the same measure for "
+        "the averaged map: lower than nearly every head, because averaging spreads attention out."
+    )
+    return Chart(fig, caption)
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def head_output_heatmap(o: Any, tokens: list[str], head: int) -> Chart:
+    """One head's output (T, d_k), signed values on a diverging scale."""
+    z = to_numpy(o)
+    T, d_k = z.shape
+    fig = heatmap(
+        z,
+        title=f"Head {head}'s output: T × d_k = {T} × {d_k}",
+        x_title="component of the head's subspace (d_k)",
+        y_title="token",
+        y_labels=_labels(tokens),
+        diverging=True,
+        colorbar_title="value",
+        show_values=T <= 12 and d_k <= 12,
+        height=360,
+    )
+    if d_k > 24:
+        fig.update_traces(xgap=0)
+    caption = (
+        f"Each row is what head {head} hands back to one token: a weighted average of the "
+        f"head's own {d_k}-number value vectors. Rows that look alike came from similar weights."
+    )
+    return Chart(fig, caption)
+
+
+def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
+    """(T, d_model) heads glued side by side before W_o, head boundaries drawn."""
+    z = to_numpy(concat)
+    T, d_model = z.shape
+    d_k = d_model // h
+    fig = heatmap(
+        z,
+        title=f"All heads concatenated before W_o: T × d_model = {T} × {d_model}",
+        x_title="component of d_model (head 1's slice first)",
+        y_title="token",
+        y_labels=_labels(tokens),
+        diverging=True,
+        colorbar_title="value",
+        show_values=False,
+        height=360,
+    )
+    fig.update_traces(xgap=0, ygap=0)
+    if h <= 64:
+        for j in range(1, h):
+            fig.add_vline(x=j * d_k - 0.5, line=dict(color="#222", width=1))
+    x0 = (head - 1) * d_k - 0.5
+    fig.add_shape(
+        type="rect",
+        x0=x0,
+        x1=x0 + d_k,
+        y0=-0.5,
+        y1=T - 0.5,
+        line=dict(color=OKABE_ITO[4], width=4),
+    )
+    fig.update_xaxes(tickmode="auto")
+    caption = (
+        f"The {h} head outputs side by side, {d_k} columns each (thin lines mark the slices). "
+        f"The pink box is head {head}, the map on the left. Nothing is mixed yet: only W_o, "
+        "applied next, combines what the heads found."
+    )
+    return Chart(fig, caption)
+
+
+# ----------------------------------------------------------------------------- the tired cat
+
+
+def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
+    """Where one head's output can be: only on the segment between the two values."""
+    y = to_numpy(out)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=[v_cat[0], v_tired[0]],
+            y=[v_cat[1], v_tired[1]],
+            mode="lines",
+            line=dict(color="#999", width=6),
+            name="every output one head can make",
+            hoverinfo="skip",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[v_cat[0], v_tired[0]],
+            y=[v_cat[1], v_tired[1]],
+            mode="markers+text",
+            marker=dict(size=18, color=[OKABE_ITO[1], OKABE_ITO[2]], symbol="square"),
+            text=["v_cat = [4, 0]", "v_tired = [0, 4]"],
+            textposition=["middle right", "top center"],
+            name="value vectors",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[y[0]],
+            y=[y[1]],
+            mode="markers+text",
+            marker=dict(size=22, color=OKABE_ITO[0], symbol="circle", line=dict(width=2)),
+            text=[f"output [{y[0]:.3g}, {y[1]:.3g}]"],
+            textposition="bottom left",
+            name="one head's output",
+        )
+    )
+    fig.update_layout(
+        **line_layout(
+            f"One head: {weight_on_cat:.2f} on cat, {1 - weight_on_cat:.2f} on tired",
+            "coordinate 1",
+            "coordinate 2",
+            height=430,
+            legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0),
+            margin=dict(l=10, r=10, t=50, b=10),
+        )
+    )
+    fig.update_xaxes(range=[-0.6, 5.2], zeroline=True)
+    fig.update_yaxes(range=[-0.6, 5.2], zeroline=True, scaleanchor="x", scaleratio=1)
+    caption = (
+        f"The output is {weight_on_cat:.2f}·v_cat + {1 - weight_on_cat:.2f}·v_tired. "
+        "Whatever the split, it lands on the grey segment — and a point on it could equally "
+        f"be one token whose value is [{y[0]:.3g}, {y[1]:.3g}]. Which facts went in is lost."
+    )
+    return Chart(fig, caption)
+
+
+def tired_cat_concat(out: Any, a1: float, a2: float) -> Chart:
+    """Two heads' outputs concatenated: four numbers, coloured by the head that wrote them."""
+    y = to_numpy(out)
+    fig = go.Figure(
+        go.Bar(
+            x=["head 1 · c1", "head 1 · c2", "head 2 · c1", "head 2 · c2"],
+            y=y,
+            marker_color=[OKABE_ITO[0]] * 2 + [OKABE_ITO[3]] * 2,
+            text=[f"{v:.3g}" for v in y],
+            textposition="outside",
+            hovertemplate="%{x}: %{y:.3~g}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        **line_layout(
+            f"Two heads: [head 1 | head 2] = [{y[0]:.3g}, {y[1]:.3g} | {y[2]:.3g}, {y[3]:.3g}]",
+            "coordinate of the concatenation",
+            "value",
+            height=430,
+            showlegend=False,
+        )
+    )
+    fig.update_yaxes(range=[0, 5])
+    caption = (
+        f"Blue bars: head 1's two numbers ({a1:.2f} on cat); orange bars: head 2's ({a2:.2f} on "
+        "cat). With head 1 on cat and head 2 on tired the result is [4, 0, 0, 4]: both facts "
+        "survive in their own coordinates, and W_o can route each wherever later layers need it."
+    )
+    return Chart(fig, caption)
+
+
+# ----------------------------------------------------------------------------- diversity & pruning
+
+
+def diversity_heatmap(js: Any) -> Chart:
+    """(h, h) Jensen–Shannon divergence between heads, in bits (0 same … 1 disjoint)."""
+    z = to_numpy(js).copy()
+    h = z.shape[0]
+    off = z[~np.eye(h, dtype=bool)]
+    np.fill_diagonal(z, np.nan)  # a head against itself is 0 by definition: left blank
+    labels = [str(j + 1) for j in range(h)]
+    fig = heatmap(
+        z,
+        title="How different are the heads? Jensen–Shannon divergence",
+        x_title="head",
+        y_title="head",
+        x_labels=labels,
+        y_labels=labels,
+        zmin=0.0,
+        zmax=1.0,
+        colorbar_title="bits",
+        height=420,
+    )
+    if h > 16:
+        fig.update_xaxes(tickmode="auto")
+        fig.update_yaxes(tickmode="auto")
+    mean = float(off.mean()) if off.size else 0.0
+    caption = (
+        "Cell (a, b) compares head a's and head b's weights row by row, averaged over queries: "
+        "0 bits = they read exactly the same tokens, 1 bit = they never read the same ones. "
+        f"Mean between different heads: {mean:.2f} bits. Dark cells are near-redundant pairs; "
+        "the blank diagonal is each head against itself."
+    )
+    return Chart(fig, caption)
+
+
+def pruning_chart(curve: Any, h: int, pruned_count: int, pruned_change: float) -> Chart:
+    """Output change as heads are removed least-important first, and the user's choice."""
+    c = to_numpy(curve) * 100.0
+    k = np.arange(c.shape[0])
+    fig = go.Figure(
+        go.Scatter(
+            x=k,
+            y=c,
+            mode="lines+markers",
+            line=dict(color=OKABE_ITO[0], width=3),
+            marker=dict(size=6 if h <= 32 else 3),
+            name="least important first",
+            hovertemplate=f"%{{x}} heads removed<br>output moves %{{y:{NUM_FMT}}} %<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[pruned_count],
+            y=[pruned_change * 100.0],
+            mode="markers",
+            marker=dict(size=18, color=OKABE_ITO[3], symbol="diamond"),
+            name="your pruned heads",
+            hovertemplate="your choice: %{x} heads<br>output moves %{y:.3~g} %<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        **line_layout(
+            "How far the output moves when heads are pruned",
+            "heads removed (least important first)",
+            "relative change of the output (%)",
+            height=380,
+        )
+    )
+    fig.update_yaxes(rangemode="tozero")
+    q = max(1, h // 4)
+    caption = (
+        "Removing a head zeroes its slice of the concatenation before W_o. The curve removes the "
+        "heads whose loss moves the output least first; the diamond is your own selection. "
+        f"Here the least useful {q} of {h} heads move the output by {c[q]:.0f} %; with random "
+        "weights every head carries a similar share, so the curve climbs steadily up to W_o's "
+        "bias alone (about 100 %)."
+    )
+    return Chart(fig, caption)
+
+
+# ----------------------------------------------------------------------------- tables (markdown)
+
+
+def _int(n: int) -> str:
+    return f"{n:,}"
+
+
+def reshape_table_md(steps) -> str:
+    """The walk-through as a markdown table (shapes and strides are numbers, safe to print)."""
+    rows = [
+        "| step | code | shape | strides | contiguous? | what it means |",
+        "|---:|---|---|---|:---:|---|",
+    ]
+    for i, s in enumerate(steps, 1):
+        ok = "yes" if s.contiguous else "**no**"
+        shape, stride = (str(tuple(t)).replace(", ", ",\u00a0") for t in (s.shape, s.stride))
+        rows.append(f"| {i} | `{s.code}` | {shape} | {stride} | {ok} | {s.meaning} |")
+    return "\n".join(rows)
+
+
+def params_table_md(d_model: int, rows: list[tuple[int, dict[str, int]]]) -> str:
+    """(h, counts) rows -> a markdown table; the formula in the header."""
+    out = [
+        "| heads h | d_k | W_q | W_k | W_v | W_o | total | 4·d² + 4·d |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    formula = 4 * d_model * d_model + 4 * d_model
+    for h, p in rows:
+        out.append(
+            f"| {h} | {d_model // h} | {_int(p['W_q'])} | {_int(p['W_k'])} | {_int(p['W_v'])} | "
+            f"{_int(p['W_o'])} | **{_int(p['total'])}** | {_int(formula)} |"
+        )
+    return "\n".join(out)
+
+
+def kv_table_md(rows, h: int, current: int, fmt_bytes) -> str:
+    """KV rows (attn_core.multihead_lab.KVRow) -> a markdown table, current setting marked."""
+    out = [
+        "| kind | K/V heads | query heads per K/V head | K+V projection params | "
+        "cache per token per layer | cache for the whole context | vs MHA |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        mark = " ← current" if r.h_kv == current else ""
+        out.append(
+            f"| **{r.kind}**{mark} | {r.h_kv} | {h // r.h_kv} | {_int(r.kv_params)} | "
+            f"{fmt_bytes(r.bytes_per_token)} | {fmt_bytes(r.cache_bytes)} | "
+            f"{r.ratio:.3g}× |"
+        )
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- the page's words
+# Kept beside the pictures they talk about, so the page script stays a short composition.
+
+INTRO = (
+    "One attention head gives every token **one** probability distribution over the others, "
+    "so it can stress one kind of relation at a time. Multi-head attention cuts d_model into h "
+    "slices of width d_k = d_model / h and runs an independent head in each — h separate "
+    "distributions per token — then glues the results side by side and mixes them with W_o."
+)
+
+TRY_HEADS = [
+    ("Set heads to 1", "one map, and the average is that same map: nothing is blurred."),
+    (
+        "Switch the input to a sentence and type your own",
+        "the same words always give the same maps, and each head still prefers other pairs.",
+    ),
+    ("Raise tokens to 64", "every head flattens a little; the average flattens most."),
+]
+
+CAT_INTRO = (
+    "The query *sat* needs two things at once: its subject **cat** and the modifier **tired**. "
+    "Give them the values v_cat = [4, 0] and v_tired = [0, 4]. One head has one set of weights "
+    "to split between them; two heads, each in its own 2-number slice, have one set each."
+)
+
+TRY_CAT = [
+    (
+        "Put the one-head weight at 0.5",
+        "the output is [2, 2] — exactly what one token with value [2, 2] would give. "
+        "Nothing records that two facts went in.",
+    ),
+    (
+        "Slide the one-head weight from 0 to 1",
+        "the point only moves along the grey segment: one distribution can trade cat for "
+        "tired, never keep both.",
+    ),
+    (
+        "Set both heads to weight 1 on cat",
+        "the two-head output becomes [4, 0, 4, 0]: heads that agree waste their extra room — "
+        "which is why head diversity (below) matters.",
+    ),
+]
+
+WHY_VIEW_FAILS = (
+    "A tensor is one flat block of memory plus **strides**: how many elements to skip for one "
+    "step along each axis. `.transpose` only swaps two strides; no number moves. `.view` can "
+    "only re-read memory in its existing order, and after the transpose one token's h slices "
+    "are no longer side by side, so it cannot glue them. `.contiguous()` first copies the "
+    "numbers into the new order; `.reshape` makes that same copy for you when it must."
+)
+
+PARAMS_NOTE = (
+    "Counted on real layers. Splitting into h heads changes how W_q, W_k and W_v are read, not "
+    "their size: more heads buy independent distributions, not parameters."
+)
+
+KV_NOTE = (
+    "The KV cache holds the keys and values of every past token during generation. Assumed: a "
+    "context of 8,192 tokens, 32 layers, batch 1, float16. Sharing K and V across a group of "
+    "query heads divides the cache by the group size (MQA: by h)."
+)
+
+TRY_PRUNE = [
+    (
+        "Prune half the heads",
+        "the output moves a lot here but keeps a clearly positive cosine similarity: the heads "
+        "left still carry their share.",
+    ),
+    ("Prune every head", "the output collapses to W_o's bias; the curve ends near 100 %."),
+    (
+        "Set key/value heads to 1 (MQA)",
+        "the divergence map barely changes: heads still differ through their own queries "
+        "even when they share one K and V.",
+    ),
+]
+
+UNTRAINED_VS_TRAINED = (
+    "These weights are random, so every head carries a similar share and pruning costs roughly "
+    "in proportion to how many heads go. In trained models, studies find many heads redundant: "
+    "a large fraction can be removed with little loss, and the surviving maps do recognisable "
+    "jobs (previous token, a verb's subject, matching brackets). The *Trained heads* page shows "
+    "real ones."
+)

@@ -1,0 +1,277 @@
+"""Multi-head: why run attention h times in parallel, what the reshape does, what heads cost."""
+
+import streamlit as st
+
+import ui
+from attn_core import (
+    MAX_SENTENCE_TOKENS,
+    V_CAT,
+    V_TIRED,
+    count_parameters,
+    embed_words_fixed,
+    format_bytes,
+    head_diversity,
+    head_kind,
+    kv_head_choices,
+    kv_table,
+    mean_focus,
+    nearest_choices,
+    nearest_valid_heads,
+    output_change,
+    pruned_forward,
+    pruning_curve,
+    random_tokens,
+    reshape_walkthrough,
+    run_heads,
+    seeded_mha,
+    sentence_tokens,
+    tired_cat_one_head,
+    tired_cat_two_heads,
+    valid_head_counts,
+)
+from figures import multi_head as fg
+
+FILE = "pages/multi-head.py"
+SENTENCE = "The tired cat sat on the warm mat"
+INPUTS = ["random", "sentence"]  # URL values, shown as they are so links stay readable
+
+# Results are cached as resources (shared, never copied) and only ever read: the figures in
+# them go straight to st.plotly_chart, so a plain rerun does no compute and no figure building.
+
+
+@st.cache_resource(max_entries=6, show_spinner="Running the heads…")
+def lab(d_model: int, heads: int, kv_heads: int, words: tuple[str, ...], T: int, seed: int):
+    """Everything that depends on the layer and its input; words=() means T random vectors."""
+    dev = ui.device()
+    x = embed_words_fixed(list(words), d_model) if words else random_tokens(T, d_model, seed)
+    x = x.to(dev)  # (T, d_model)
+    m = seeded_mha(d_model, heads, kv_heads, seed, device=dev)
+    run = run_heads(x, m)
+    focus = mean_focus(run.weights)  # (h,)
+    ticks = list(words) if words else [f"t{i + 1}" for i in range(T)]
+    return dict(
+        x=x,
+        m=m,
+        run=run,
+        ticks=ticks,
+        curve=pruning_curve(run)[1],
+        grid=fg.heads_grid(run.weights, ticks, focus=focus),
+        focus=fg.focus_bars(focus, float(mean_focus(run.weights.mean(0))), T),
+        diversity=fg.diversity_heatmap(head_diversity(run.weights.cpu())),
+    )
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def outputs_view(key: tuple, head: int) -> tuple:
+    L = lab(*key)
+    return (
+        fg.head_output_heatmap(L["run"].head_outputs[head - 1], L["ticks"], head),
+        fg.concat_heatmap(L["run"].concat, L["ticks"], key[1], head),
+    )
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def pruning_view(key: tuple, pruned: tuple[int, ...]) -> tuple:
+    L = lab(*key)
+    y = pruned_forward(L["x"], L["m"], [j - 1 for j in pruned])  # (T, d_model), via head_mask
+    rel, cos = output_change(L["run"].output, y)
+    return rel, cos, fg.pruning_chart(L["curve"], key[1], len(pruned), rel)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def cost_view(d_model: int, heads: int, kv_heads: int, T: int) -> tuple:
+    counts = [(h, count_parameters(d_model, h)) for h in sorted({1, heads})]
+    kv = fg.kv_table_md(kv_table(d_model, heads, kv_heads), heads, kv_heads, format_bytes)
+    return fg.params_table_md(d_model, counts), kv, reshape_walkthrough(1, T, d_model, heads)
+
+
+def heads_control(d_model: int) -> int:
+    options = valid_head_counts(d_model)
+    asked = st.session_state.get("heads")  # the value from before d_model moved
+    if asked is not None and asked not in options:
+        st.session_state["heads"] = nearest_valid_heads(asked, d_model)
+        near = " or ".join(map(str, nearest_choices(asked, options)))
+        ui.note(
+            f"{asked} heads do not divide d_model = {d_model} evenly (d_k would not be a "
+            f"whole number). Nearest valid choices: {near}; now using "
+            f"{st.session_state['heads']}."
+        )
+    return ui.select_slider(
+        "heads",
+        "heads h (divisors of d_model only)",
+        options,
+        8 if 8 in options else nearest_valid_heads(8, d_model),  # off-step links: d_model=100
+        expected=f"heads must divide d_model = {d_model}; valid: {', '.join(map(str, options))}",
+    )
+
+
+def kv_control(heads: int) -> int:
+    options = kv_head_choices(heads)
+    asked, before = st.session_state.get("kv_heads"), st.session_state.get("_mh_heads")
+    if asked is not None and before not in (None, heads) and asked == before:
+        st.session_state["kv_heads"] = heads  # was plain multi-head: stay plain multi-head
+    elif asked is not None and asked not in options:
+        st.session_state["kv_heads"] = max(g for g in options if g <= asked)
+        valid = ", ".join(map(str, options))
+        ui.note(
+            f"kv_heads = {asked} does not divide heads = {heads}; now using "
+            f"{st.session_state['kv_heads']} (choices: {valid})."
+        )
+    st.session_state["_mh_heads"] = heads
+    return ui.selectbox(
+        "kv_heads",
+        "key/value heads (h = MHA, 1 = MQA, between = GQA)",
+        options,
+        heads,
+        help="Query heads share K and V in groups.",
+    )
+
+
+@st.fragment
+def tired_cat() -> None:
+    st.subheader("Why not one head? “The tired cat sat”")
+    st.markdown(fg.CAT_INTRO)
+    one, two = st.columns(2, gap="large")
+    with one:
+        a = ui.slider("split", "One head: weight on cat", 0.0, 1.0, 0.5, step=0.05)
+        ui.show(fg.tired_cat_plane(tired_cat_one_head(a), a, V_CAT, V_TIRED))
+    with two:
+        c1, c2 = st.columns(2)
+        with c1:
+            a1 = ui.slider("split1", "Head 1: weight on cat", 0.0, 1.0, 1.0, step=0.05)
+        with c2:
+            a2 = ui.slider("split2", "Head 2: weight on cat", 0.0, 1.0, 0.0, step=0.05)
+        ui.show(fg.tired_cat_concat(tired_cat_two_heads(a1, a2), a1, a2))
+    ui.try_this(fg.TRY_CAT)
+
+
+@st.fragment
+def outputs_section(key: tuple, heads: int) -> None:
+    st.subheader("What each head hands back, and the concatenation")
+    if st.session_state.get("head", 1) > heads:
+        st.session_state["head"] = heads
+    with st.columns([1, 3])[0]:
+        head = ui.selectbox("head", "Head to inspect", list(range(1, heads + 1)), 1)
+    one, glued = outputs_view(key, head)
+    left, right = st.columns([1, 2], gap="medium")
+    with left:
+        ui.show(one)
+    with right:
+        ui.show(glued)
+
+
+@st.fragment
+def pruning_section(key: tuple, heads: int) -> None:
+    chosen = st.session_state.get("pruned") or []
+    if any(j > heads for j in chosen):
+        st.session_state["pruned"] = [j for j in chosen if j <= heads]
+        st.caption(f"Heads above {heads} were dropped from the pruned list.")
+    pruned = ui.multiselect("pruned", "Heads to prune (zeroed before W_o)", range(1, heads + 1))
+    rel, cos, chart = pruning_view(key, tuple(sorted(pruned)))
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Heads pruned", f"{len(pruned)} of {heads}")
+    c2.metric("Output moved by", f"{rel:.1%}", help="‖y_pruned − y‖ / ‖y‖ over all tokens")
+    c3.metric("Cosine similarity to the full output", f"{cos:.3f}")
+    if len(pruned) == heads:
+        st.info(
+            "Every head is pruned: the concatenation is all zeros, so each token's output is "
+            "W_o's bias alone — the same vector whatever the input."
+        )
+    ui.show(chart)
+
+
+def reshape_section(walk) -> None:
+    st.subheader("The reshape, with live shapes")
+    st.markdown(fg.reshape_table_md(walk.steps))
+    if walk.view_error:
+        st.markdown(
+            "Leave out `.contiguous()` in step 7 and PyTorch refuses — caught live, "
+            "on these very shapes:"
+        )
+        st.code(f"RuntimeError: {walk.view_error}", language=None, wrap_lines=True)
+    else:
+        st.markdown(
+            "With h = 1 the transpose only moves an axis of length 1, so `.view` works "
+            "even without `.contiguous()`. Pick h > 1 to see the error."
+        )
+    yes = {True: "yes", False: "no"}
+    st.markdown(
+        f"`.reshape` instead: same numbers as `.contiguous().view` — "
+        f"**{yes[walk.reshape_matches]}**; made a copy — **{yes[walk.reshape_copies]}**. "
+        "It hides the copy; it does not avoid it."
+    )
+    ui.explain("Why does `.view` fail after a transpose?", fg.WHY_VIEW_FAILS)
+
+
+def read_controls() -> tuple:
+    with ui.controls_area():
+        st.markdown("**Multi-head settings**")
+        d_model = ui.slider("d_model", "d_model — width of a token vector", 16, 1024, 512, step=8)
+        heads = heads_control(d_model)
+        kv_heads = kv_control(heads)
+        source = ui.radio("input", "Input: random vectors or a sentence", INPUTS, "random")
+        T = ui.slider("tokens", "tokens T (for random vectors)", 2, MAX_SENTENCE_TOKENS, 10)
+        sentence = ui.text("sentence", "Sentence (for input = sentence)", SENTENCE)
+        seed = ui.number("seed", "Random seed (weights and random vectors)", 0, 10_000, 0)
+    words: tuple[str, ...] = ()
+    if source == "sentence":
+        found, dropped = sentence_tokens(sentence)
+        if len(found) < 2:
+            ui.note(f"The sentence needs at least two words; showing “{SENTENCE}” instead.")
+            found, dropped = sentence_tokens(SENTENCE)
+        if dropped:
+            ui.note(f"Only the first {len(found)} tokens are used; {dropped} more were left out.")
+        words, T = tuple(found), len(found)
+    if d_model // heads < 32:
+        ui.note(
+            f"d_k = {d_model} / {heads} = {d_model // heads}: below about 32 each head has "
+            "little room for its own notion of similarity. Raise d_model along with h."
+        )
+    return d_model, heads, kv_heads, words, T, seed
+
+
+def run() -> None:
+    ui.page_header(FILE, fg.INTRO)
+    key = read_controls()  # (d_model, heads, kv_heads, words, T, seed)
+    notes = st.container()  # filled at the end, so controls further down can report bad links
+    d_model, heads, kv_heads, words, T, _ = key
+    L = lab(*key)
+    m = st.columns(4)
+    m[0].metric(f"d_k = d_model / h = {d_model} / {heads}", d_model // heads)
+    m[1].metric("tokens T", T)
+    m[2].metric(
+        "attention kind",
+        head_kind(heads, kv_heads),
+        help="MHA: own K/V per head · GQA: K/V shared in groups · MQA: one K/V for all",
+    )
+    m[3].metric("distributions per token", heads)
+    if words:
+        st.caption("Tokens: " + " · ".join(ui.escape(w) for w in words))
+
+    st.subheader("Every head at once")
+    ui.show(L["grid"])
+    ui.show(L["focus"])
+    ui.try_this(fg.TRY_HEADS)
+    outputs_section(key, heads)
+    params_md, kv_md, walk = cost_view(d_model, heads, kv_heads, T)
+    reshape_section(walk)
+
+    st.subheader("What heads cost")
+    st.markdown(params_md)
+    st.caption(fg.PARAMS_NOTE)
+    st.markdown(kv_md)
+    st.caption(fg.KV_NOTE)
+
+    tired_cat()
+
+    st.subheader("Are the heads different? Diversity and pruning")
+    ui.show(L["diversity"])
+    pruning_section(key, heads)
+    ui.try_this(fg.TRY_PRUNE)
+    ui.explain("Untrained heads versus trained heads", fg.UNTRAINED_VS_TRAINED)
+    with notes:
+        ui.show_notes()
+    ui.prev_next(FILE)
+
+
+run()

@@ -1,0 +1,125 @@
+"""figures.multi_head: right traces, titles, axis titles, shapes and captions."""
+
+import numpy as np
+import pytest
+
+from attn_core import (
+    V_CAT,
+    V_TIRED,
+    count_parameters,
+    format_bytes,
+    head_diversity,
+    kv_table,
+    mean_focus,
+    pruning_curve,
+    random_tokens,
+    reshape_walkthrough,
+    run_heads,
+    seeded_mha,
+    tired_cat_one_head,
+    tired_cat_two_heads,
+)
+from figures import multi_head as fg
+
+
+def _run(d_model=32, h=4, T=6):
+    return run_heads(random_tokens(T, d_model, 0), seeded_mha(d_model, h, h, 0))
+
+
+def _axis_titles(fig):
+    lay = fig.layout.to_plotly_json()
+    return {
+        k: v.get("title", {}).get("text") for k, v in lay.items() if k[:5] in ("xaxis", "yaxis")
+    }
+
+
+@pytest.mark.parametrize("h,T", [(1, 3), (4, 6), (8, 10), (64, 20)])
+def test_heads_grid_panels_share_one_colour_axis(h, T):
+    r = _run(d_model=64 if h < 64 else 128, h=h, T=T)
+    chart = fg.heads_grid(r.weights, [f"t{i}" for i in range(T)], focus=mean_focus(r.weights))
+    fig = chart.fig
+    shown = min(h, fg.MAX_PANELS)
+    assert len(fig.data) == shown + 1  # the heads drawn, then their average
+    assert all(t.type == "heatmap" and t.coloraxis == "coloraxis" for t in fig.data)
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    for t in fig.data:
+        z = np.asarray(t.z)
+        assert z.shape == (T, T) and z.dtype == np.float32
+        assert t.texttemplate is None  # no per-cell text in small multiples
+    np.testing.assert_allclose(np.asarray(fig.data[-1].z), r.weights.mean(0).numpy(), rtol=1e-6)
+    assert "average" in fig.layout.annotations[-1].text
+    assert fig.layout.title.text and "average" in chart.caption
+    titles = [t for t in _axis_titles(fig).values() if t]
+    assert "key (attended to)" in titles and "query (attending)" in titles
+    if h > fg.MAX_PANELS:
+        assert f"Heads {fg.MAX_PANELS + 1}–{h}" in chart.caption
+
+
+def test_token_labels_are_escaped_and_short():
+    labels = ["<b>x</b>", "a" * 40, "🐈", "\x00"]
+    r = _run(T=4)
+    fig = fg.heads_grid(r.weights, labels).fig
+    ticks = next(v for k, v in fig.layout.to_plotly_json().items() if k.startswith("yaxis"))
+    text = " ".join(ticks["ticktext"])
+    assert "<b>" not in text and "&lt;b&gt;" in text
+    assert all(len(t) <= 10 for t in ticks["ticktext"][1:3])
+    assert fg.plot_label("\x00") == "·"
+
+
+def test_focus_bars():
+    r = _run(h=4)
+    f = mean_focus(r.weights)
+    chart = fg.focus_bars(f, float(mean_focus(r.weights.mean(0))), 6)
+    assert [t.type for t in chart.fig.data] == ["bar", "scatter", "scatter"]
+    assert len(chart.fig.data[0].y) == 4
+    assert chart.fig.layout.xaxis.title.text == "head" and chart.fig.layout.yaxis.title.text
+
+
+def test_outputs_and_concatenation():
+    r = _run(d_model=32, h=4, T=6)
+    one = fg.head_output_heatmap(r.head_outputs[1], list("abcdef"), 2)
+    assert np.asarray(one.fig.data[0].z).shape == (6, 8)
+    assert "T × d_k = 6 × 8" in one.fig.layout.title.text
+    glued = fg.concat_heatmap(r.concat, list("abcdef"), 4, 2)
+    assert np.asarray(glued.fig.data[0].z).shape == (6, 32)
+    assert glued.fig.data[0].texttemplate is None
+    kinds = [s.type for s in glued.fig.layout.shapes]
+    assert kinds.count("rect") == 1 and kinds.count("line") == 3  # 3 boundaries, 1 highlight
+    for c in (one, glued):
+        assert c.fig.layout.xaxis.title.text and c.fig.layout.yaxis.title.text and c.caption
+
+
+def test_tired_cat_figures():
+    plane = fg.tired_cat_plane(tired_cat_one_head(0.5), 0.5, V_CAT, V_TIRED)
+    assert [t.type for t in plane.fig.data] == ["scatter"] * 3
+    assert list(plane.fig.data[2].x) == [2.0] and list(plane.fig.data[2].y) == [2.0]
+    assert "[2, 2]" in plane.caption
+    bars = fg.tired_cat_concat(tired_cat_two_heads(1.0, 0.0), 1.0, 0.0)
+    assert list(bars.fig.data[0].y) == [4.0, 0.0, 0.0, 4.0]
+    assert "[4, 0 | 0, 4]" in bars.fig.layout.title.text
+    for c in (plane, bars):
+        assert c.fig.layout.xaxis.title.text and c.fig.layout.yaxis.title.text
+
+
+def test_diversity_and_pruning_charts():
+    r = _run(d_model=64, h=8, T=6)
+    div = fg.diversity_heatmap(head_diversity(r.weights))
+    z = np.asarray(div.fig.data[0].z, dtype=float)
+    assert z.shape == (8, 8) and np.isnan(np.diag(z)).all()
+    assert div.fig.data[0].zmin == 0 and div.fig.data[0].zmax == 1
+    assert "bits" in div.caption
+    curve = pruning_curve(r)[1]
+    pr = fg.pruning_chart(curve, 8, 2, 0.4)
+    assert len(pr.fig.data[0].y) == 9 and list(pr.fig.data[1].x) == [2]
+    assert pr.fig.data[1].y[0] == pytest.approx(40.0)
+    assert pr.fig.layout.xaxis.title.text and pr.fig.layout.yaxis.title.text
+
+
+def test_markdown_tables():
+    walk = reshape_walkthrough(1, 5, 32, 4)
+    md = fg.reshape_table_md(walk.steps)
+    assert md.count("\n") == 8 and "**no**" in md and "(1,\u00a04,\u00a05,\u00a08)" in md
+    params = fg.params_table_md(32, [(1, count_parameters(32, 1)), (4, count_parameters(32, 4))])
+    assert params.count("4,224") == 4  # 4·32² + 4·32, twice in each row
+    kv = fg.kv_table_md(kv_table(512, 8, 2), 8, 2, format_bytes)
+    assert "← current" in kv and "MQA" in kv and "0.25×" in kv
