@@ -1,0 +1,233 @@
+"""Trained heads: a two-layer attention-only model, trained here, whose heads took distinct jobs."""
+
+from collections import OrderedDict
+from threading import Lock
+
+import streamlit as st
+import torch
+
+import ui
+from attn_core import induction as ind
+from figures import heads as fh
+
+FILE = "pages/heads.py"
+LIVE_SEEDS = 4  # live runs kept in memory (one per seed)
+
+
+@st.cache_resource(max_entries=1, show_spinner="Loading the trained model…")
+def shipped():
+    """The model trained by `python -m attn_core.induction`, loaded once per server,
+    with its scores and single-head ablations on 128 held-out sequences."""
+    model, run = ind.load_pretrained(device=ui.device())
+    batch = ind.eval_batch(model.config)
+    with torch.no_grad():
+        tr = model.trace(batch)
+    base = ind.scores_from_weights(ind.uniform_weights(batch.shape[1])[None], batch[:1])
+    jobs = ind.named_jobs(ind.scores_from_weights(tr.weights, batch).jobs(base))
+    full = ind.evaluate(model, batch)[0]
+    return model, run, batch, full, ind.single_head_ablation(model, batch).numpy(), jobs
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def seeded_sequence(seed: int) -> tuple[list[int], int]:
+    tokens, period = ind.repeated_sequences(
+        1, shipped()[0].config, generator=torch.Generator().manual_seed(seed)
+    )
+    return tokens[0].tolist(), int(period[0])
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def analyse(ids: tuple[int, ...], ablate: tuple[str, ...]) -> dict:
+    """Everything the page draws about one sequence (numpy and plain Python)."""
+    model = shipped()[0]
+    c, tokens = model.config, torch.tensor(ids)
+    with torch.no_grad():
+        tr = model.trace(tokens)
+        off = model(tokens, ind.ablation_mask(c, ablate)) if ablate else None
+    s = ind.scores_from_weights(tr.weights, tokens[None])
+    base = ind.scores_from_weights(ind.uniform_weights(len(ids))[None], tokens[None])
+    loss = ind.per_position_loss(tr.logits, tokens)  # (1, T-1)
+    out = dict(
+        weights=tr.weights[0].float().cpu().numpy(),  # (L, h, T, T)
+        contribution=tr.contribution[0].float().cpu().numpy(),
+        prev=s.previous_token.numpy(),
+        ind=s.induction.numpy(),
+        n_ind=s.n_induction,
+        base_prev=float(base.previous_token[0, 0]),
+        base_ind=float(base.induction[0, 0]),
+        jobs=s.jobs(base),
+        loss=loss[0].float().cpu().numpy(),
+        repeated=ind.repeated_positions(tokens).numpy(),
+        split=ind.split_loss(loss, tokens),
+        ablated=None if off is None else ind.per_position_loss(off, tokens)[0].cpu().numpy(),
+    )
+    return out
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def ablated_batch_loss(ablate: tuple[str, ...]) -> float:
+    model, _, batch, *_ = shipped()
+    return ind.evaluate(model, batch, ind.ablation_mask(model.config, ablate))[0]
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def sequence_charts(ids: tuple[int, ...], labels: tuple[str, ...], ablate: tuple[str, ...]):
+    """The four charts of one sequence, built once (plotly figures are slow to assemble)."""
+    a, names = analyse(ids, ablate), shipped()[0].config.head_names()
+    return (
+        fh.head_maps(a["weights"], labels, a["prev"], a["ind"], a["jobs"]),
+        fh.head_score_bars(names, a["prev"], a["ind"], a["base_prev"], a["base_ind"]),
+        fh.position_loss(a["loss"], a["repeated"], labels, shipped()[1].chance,
+                         ablated=a["ablated"], ablated_name=", ".join(ablate)),
+        fh.contribution_scatter(a["weights"], a["contribution"], names),
+    )  # fmt: skip
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def shipped_curves():
+    run = shipped()[1]
+    return fh.run_curves(run, f"Training curves — the shipped model (seed {run.seed})")
+
+
+@st.cache_resource(max_entries=1)
+def live_runs() -> tuple[OrderedDict, Lock]:
+    return OrderedDict(), Lock()  # seed -> InductionRun, bounded to LIVE_SEEDS
+
+
+def pick_input(text: str, seed: int, config) -> tuple[list[int], list[str], str]:
+    p = ind.parse_tokens(text, config.vocab, config.seq_len)
+    for n in p.notes:
+        ui.note(n)
+    if len(p.ids) >= 2:
+        return p.ids, p.labels, f"your text, read as {p.mode}"
+    if p.ids:
+        ui.note("One token leaves nothing to predict, so a random sequence is shown instead.")
+    ids, period = seeded_sequence(seed)
+    return ids, [str(t) for t in ids], f"random block of {period} tokens, repeated (seed {seed})"
+
+
+def run() -> None:
+    ui.page_header(
+        FILE,
+        "Every other page uses random or hand-set weights. This one uses a model that **learned**: "
+        "two layers of attention (4 heads each, no MLPs), trained in this repository to continue "
+        "sequences like `17 4 52 9 17 4 52 …`. Nothing predicts a token the first time it appears; "
+        "after that, the model can find the earlier copy and read what came next. Watch which "
+        "heads take that job — and which do nothing at all.",
+    )
+    model, srun, _, rep0, single, jobs0 = shipped()
+    c, names = model.config, model.config.head_names()
+    with ui.controls_area():
+        st.markdown("**Trained heads**")
+        text = ui.text(
+            "tokens", "Your own sequence (empty: a random one)", "", max_chars=60_000,
+            help="Words or token ids separated by spaces, e.g. `a b c d a b c d`. "
+            f"A word without spaces is read letter by letter. Up to {c.seq_len} tokens.",
+        )  # fmt: skip
+        seed = ui.slider("seed", "Seed (random sequence, live training)", 0, 99, 0)
+        ablate = sorted(ui.multiselect("ablate", "Switch off heads", names, []))
+    ids, labels, source = pick_input(text, seed, c)
+    ui.show_notes()
+
+    a = analyse(tuple(ids), tuple(ablate))
+    maps, bars, loss_chart, scatter = sequence_charts(tuple(ids), tuple(labels), tuple(ablate))
+    st.markdown(f"**Input** — {source}, {len(ids)} tokens:")
+    st.code(" ".join(ui.safe_text(t, 12) for t in labels), language=None, wrap_lines=True)
+    rep, first = a["split"]
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Loss on repeated tokens", "n/a" if a["n_ind"] == 0 else f"{rep:.3f}")
+    m2.metric("Loss on first occurrences", f"{first:.3f}" if first == first else "n/a")
+    m3.metric("Blind guess, ln(vocab)", f"{srun.chance:.3f}")
+    if a["n_ind"] == 0:
+        st.info(
+            "No token repeats in this sequence, so there is nothing to copy and no induction "
+            "score. Type a pattern twice, e.g. `red fox jumps red fox jumps`."
+        )
+
+    st.subheader("1. What every head looks at")
+    ui.show(maps)
+    ui.show(bars)
+    ui.try_this([
+        ("Type `a b c d e f a b c d e f`", "in the induction heads' maps the second half "
+         "lights up one step right of the first copy: `b` looks at the `c` that followed it."),
+        ("Type words that never repeat, e.g. `one two three four five`", "the induction score is "
+         "n/a and every first-occurrence loss stays near a blind guess."),
+        ("Move the seed", "a new random sequence: the same heads keep the same jobs."),
+    ])  # fmt: skip
+
+    st.subheader("2. Where the model is sure of the next token")
+    ui.show(loss_chart)
+
+    st.subheader("3. Switch heads off")
+    chosen = ablated_batch_loss(tuple(ablate)) if ablate else None
+    ui.show(fh.ablation_bars(names, single, rep0, srun.chance, selected=ablate,
+                             selected_loss=chosen))  # fmt: skip
+    if chosen is not None:
+        st.metric(
+            f"Loss on repeated tokens with {', '.join(ablate)} off (128 sequences)",
+            f"{chosen:.3f}", f"{chosen - rep0:+.3f} against all heads on", delta_color="inverse",
+        )  # fmt: skip
+    prev_heads, ind_heads = jobs0["previous-token"], jobs0["induction"]
+    idle = [n for n in names if n not in prev_heads + ind_heads]
+    ui.try_this([
+        (f"Switch off every induction head ({', '.join(ind_heads)})", "the orange diamonds in "
+         "chart 2 jump up to a blind guess: the in-context gain is gone."),
+        (f"Switch off just one of them, {ind_heads[0] if ind_heads else 'L1H0'}", "almost nothing "
+         "changes: the others do the same job. A redundant head, the kind pruning removes."),
+        (f"Switch off the previous-token head {prev_heads[0] if prev_heads else 'L0H0'}", "the "
+         "repeated-token loss rises although every induction head is still on: they read what it "
+         f"wrote. Heads with no job ({', '.join(idle) or 'none'}) can go with little change."),
+    ])  # fmt: skip
+
+    st.subheader("4. Attention is not contribution")
+    ui.show(scatter)
+
+    st.subheader("5. Train it live")
+    live_section(seed, srun)
+    ui.explain("How two layers make an induction head", fh.COMPOSE, expanded=True)
+    ui.explain("Specialisation is the intent, not a guarantee", fh.CAVEAT)
+    ui.prev_next(FILE)
+
+
+@st.fragment
+def live_section(seed: int, srun) -> None:
+    """Training from scratch: only on a button press, cached per seed (bounded)."""
+    store, lock = live_runs()
+    steps = ind.PRETRAINED_STEPS  # as many as the shipped model had
+    go = st.button(f"Train from scratch at seed {seed} ({steps:,} steps)", type="primary")
+    status, chart = st.empty(), st.empty()  # progress bar above the chart
+    r = store.get(seed)
+    if go and r is None:
+        bar = status.progress(0.0, text="Starting…")
+
+        def on_step(step, run):
+            bar.progress(
+                step / run.steps, text=f"step {step:,} of {run.steps:,} · {run.seconds:.0f} s"
+            )
+            if step % 150 == 0:
+                chart.plotly_chart(fh.run_curves(run, "Training live…").fig, key=f"live{step}")
+
+        _, r = ind.train_induction(steps=steps, seed=seed, device=ui.device(), on_step=on_step)
+        bar.empty()
+        with lock:
+            store[seed] = r
+            while len(store) > LIVE_SEEDS:
+                store.popitem(last=False)
+    shown = r or srun
+    with chart.container():
+        ui.show(
+            fh.run_curves(r, f"Training curves — your live run, seed {seed}")
+            if r
+            else shipped_curves()
+        )
+    found = ind.named_jobs(shown.last_scores().jobs())
+    st.caption(
+        f"{shown.done:,} steps in {shown.seconds:.1f} s. Loss over the last 50 steps: repeated "
+        f"tokens {shown.tail('loss_repeated'):.3f}, first occurrences "
+        f"{shown.tail('loss_first'):.3f}. Previous-token heads: "
+        f"{', '.join(found['previous-token']) or 'none'}; induction heads: "
+        f"{', '.join(found['induction']) or 'none'}. Another seed may hand the jobs to other heads."
+    )
+
+
+run()
