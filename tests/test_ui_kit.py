@@ -47,3 +47,45 @@ def test_weights_heatmap_is_a_chart_with_caption_and_fixed_colour_axis():
     assert isinstance(c, Chart) and c.caption and c.alt
     assert c.fig.data[0].zmin == 0 and c.fig.data[0].zmax == 1
     assert c.fig.data[0].colorscale[0][1] != c.fig.data[0].colorscale[-1][1]
+
+
+def _exercise_app():
+    import streamlit as st
+
+    import ui
+
+    seed = st.session_state.get("seed_for_test", 0)
+    truth = 0.25 * (seed + 1)
+    ui.predict_choice(
+        f"c-{seed}", "Which?", ["small", "large"], "large" if seed else "small", "Because."
+    )
+    ui.predict_number(f"n-{seed}", "How much?", truth, "Since.", rel_tol=0.1)
+
+
+def test_predict_then_reveal_hides_the_answer_until_committed():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_exercise_app)
+    at.run()
+    assert not at.success and not at.error  # nothing revealed yet
+    at.button[0].click().run()  # reveal without a pick: asked to commit first
+    assert not at.success and not at.error and at.info
+    at.radio[0].set_value("large")
+    at.button[0].click().run()
+    assert at.error and "small" in at.error[0].value  # wrong pick, truth shown
+    at.number_input[0].set_value(0.26)
+    at.button[1].click().run()
+    assert any("0.25" in s.value for s in at.success)
+
+
+def test_a_new_instance_starts_unrevealed():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_exercise_app)
+    at.run()
+    at.radio[0].set_value("small")
+    at.button[0].click().run()
+    assert at.success
+    at.session_state["seed_for_test"] = 1
+    at.run()
+    assert not at.success and not at.error

@@ -10,6 +10,18 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+_REGISTRY: dict = {}
+
+
+def _registry(timeout: float) -> dict:
+    """The app's page registry, from one probe run of app.py per test process."""
+    if not _REGISTRY:
+        probe = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+        probe.run()
+        _REGISTRY.update(probe._registered_pages)
+    return dict(_REGISTRY)
+
+
 def run_page(file: str, timeout: float = 60, **params: str) -> AppTest:
     """Run `file` (e.g. "pages/scaling.py") as if opened with ?k=v…; return the AppTest.
 
@@ -20,9 +32,7 @@ def run_page(file: str, timeout: float = 60, **params: str) -> AppTest:
         # Open the page directly, like a shared link: the first run of a fresh session
         # lands on it. (A switch after a first run would behave like in-app navigation,
         # which clears the URL's parameters.) The page registry comes from a probe run.
-        probe = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
-        probe.run()
-        at._registered_pages = probe._registered_pages
+        at._registered_pages = _registry(timeout)
         at.switch_page(file)
     for k, v in params.items():
         at.query_params[k] = str(v)
