@@ -1,0 +1,605 @@
+"""Pictures for the cost page: compute and memory against T, KV caches, a measured sweep,
+and the FlashAttention walkthrough (tiles, running max and sum, output filling in).
+
+Numbers in, `Chart` out. Multi-panel figures are built from plain layout dicts (no
+make_subplots), which keeps a rerun cheap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attn_core.cost import (
+    attention_macs,
+    attention_probs_bytes,
+    crossover_T,
+    format_bytes,
+    kv_cache_bytes,
+    projection_macs,
+)
+
+from .style import DIVERGING, NUM_FMT, OKABE_ITO, Chart, base_layout, line_layout
+
+BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY, _, BLACK = OKABE_ITO
+GREY = "#8C8C8C"
+GIB = 2**30
+T_MIN, T_MAX = 16, 131072
+METHOD_STYLE = {  # colour, dash, marker: distinguishable without colour too
+    "attention": (VERMILION, "solid", "circle"),
+    "tiled_attention": (BLUE, "dash", "square"),
+    "fused_attention": (GREEN, "dot", "diamond"),
+}
+METHOD_LABEL = {
+    "attention": "attention (materialised T×T)",
+    "tiled_attention": "tiled_attention (ours, plain torch)",
+    "fused_attention": "fused_attention (PyTorch SDPA)",
+}
+
+
+def si(x: float) -> str:
+    """1.07e9 -> '1.07 G': counts of multiply–adds the way people say them."""
+    for unit, size in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.3g} {unit}"
+    return f"{x:.3g}"
+
+
+def gpu_share(total_bytes: float, gpu_gb: float) -> str:
+    """How much of the GPU's memory: '25%' or, far beyond it, '2,048×'."""
+    share = total_bytes / (gpu_gb * GIB)
+    return f"{share:.0%}" if share < 10 else f"{share:,.0f}×"
+
+
+def _pow2_range(lo: int = T_MIN, hi: int = T_MAX) -> np.ndarray:
+    return 2 ** np.arange(int(math.log2(lo)), int(math.log2(hi)) + 1, dtype=np.float64)
+
+
+def _byte_axis(lo: float, hi: float) -> dict:
+    """A log axis whose ticks read 4 MiB, 1 GiB, 32 TiB … instead of 4.19e+06.
+
+    Ticks sit on powers of two, thinned so a wide range (bytes to PiB) keeps ~6–10 labels.
+    """
+    e_lo, e_hi = math.floor(math.log2(max(lo, 1))), math.ceil(math.log2(max(hi, 2)))
+    every = next(s for s in (1, 2, 5, 10) if (e_hi - e_lo) / s <= 10)
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    vals, text = [], []
+    for e in range(e_lo, e_hi + 1):
+        if e % every == 0:
+            vals.append(float(2**e))
+            text.append(f"{2 ** (e % 10)} {units[min(e // 10, 6)]}")
+    return dict(type="log", tickmode="array", tickvals=vals, ticktext=text)
+
+
+def _vline(x: float, label: str, color: str = BLACK) -> tuple[dict, dict]:
+    """A dotted vertical line on a log x axis and its label (annotations take log10 there)."""
+    shape = dict(
+        type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
+        line=dict(color=color, width=2, dash="dot"),
+    )  # fmt: skip
+    note = dict(
+        x=math.log10(x), y=0.98, xref="x", yref="paper", text=label + " ", showarrow=False,
+        xanchor="right", yanchor="top", font=dict(size=13, color=color), bgcolor="white",
+    )  # fmt: skip
+    return shape, note
+
+
+def _hline(y: float, label: str, *, log: bool, right: bool = False) -> tuple[dict, dict]:
+    """A solid horizontal line across the plot and its label."""
+    shape = dict(
+        type="line", x0=0, x1=1, y0=y, y1=y, xref="paper", yref="y",
+        line=dict(color=BLACK, width=2),
+    )  # fmt: skip
+    note = dict(
+        x=0.99 if right else 0.01, y=math.log10(y) if log else y, xref="paper", yref="y",
+        text=label, showarrow=False, xanchor="right" if right else "left", yanchor="bottom",
+        font=dict(size=13), bgcolor="white",
+    )  # fmt: skip
+    return shape, note
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """One constructor call with plain dicts, without plotly's per-property validation.
+
+    Validation costs ~10 ms per figure here, which is most of a calculator rerun; the
+    figure tests re-validate every builder's output (`go.Figure(chart.fig.to_dict())`),
+    so a typo in a property name still fails loudly, just in CI instead of per rerun.
+    """
+    layout = dict(layout, template=dict(layout={}))  # Streamlit's theme styles the chart;
+    # plotly's own default template would add ~6 KB to copy and send on every rerun
+    return go.Figure(data=data, layout=layout, _validate=False)
+
+
+# ------------------------------------------------------------------------------ 1. compute
+
+
+def _pow2_ticks(lo: float, hi: float, every: int = 2) -> dict:
+    """Log-axis ticks at powers of two (every `every`-th): 16, 64, 256, 1,024 …"""
+    vals = [2**i for i in range(int(math.log2(lo)), int(math.log2(hi)) + 1, every)]
+    return dict(type="log", tickmode="array", tickvals=vals, ticktext=[f"{v:,}" for v in vals])
+
+
+def _log_T_axes(layout: dict) -> dict:
+    layout["xaxis"].update(**_pow2_ticks(T_MIN, T_MAX))
+    layout["margin"] = dict(l=10, r=10, t=90, b=10)
+    return layout
+
+
+def flops_chart(d_model: int, T: int) -> Chart:
+    """Projection MACs (4·T·d²) and attention MACs (2·T²·d) per layer against T, log–log."""
+    Ts = _pow2_range()
+    proj = np.array([projection_macs(int(t), d_model) for t in Ts], dtype=np.float64)
+    attn = np.array([attention_macs(int(t), d_model) for t in Ts], dtype=np.float64)
+    cross = crossover_T(d_model)
+    p, a = projection_macs(T, d_model), attention_macs(T, d_model)
+    hover = "T = %{x:,}<br>%{y:.3~s} MACs<extra>%{fullData.name}</extra>"
+    data = [
+        dict(type="scatter", x=Ts, y=proj, name="projections: 4·T·d²", mode="lines",
+             line=dict(color=BLUE, width=3), hovertemplate=hover),
+        dict(type="scatter", x=Ts, y=attn, name="attention: 2·T²·d", mode="lines",
+             line=dict(color=ORANGE, width=3, dash="dash"), hovertemplate=hover),
+        dict(type="scatter", x=[T, T], y=[p, a], mode="markers", name=f"your T = {T:,}",
+             marker=dict(color=BLACK, size=12, symbol=["circle", "diamond"]),
+             hovertemplate="T = %{x:,}<br>%{y:.3~s} MACs<extra></extra>"),
+    ]  # fmt: skip
+    shape, note = _vline(cross, f"crossover T = 2·d = {cross:,}", GREY)
+    layout = line_layout(
+        f"Compute per layer against sequence length (d_model = {d_model})",
+        "sequence length T (tokens, log scale)",
+        "multiply–adds per layer (log scale)",
+        height=420,
+        shapes=[shape],
+        annotations=[note],
+    )
+    layout["yaxis"].update(type="log", exponentformat="power")
+    fig = _figure(data, _log_T_axes(layout))
+    share = a / (a + p)
+    side = "attention's T² term dominates" if a > p else "the projections dominate"
+    if a == p:
+        side = "the two are exactly equal"
+    caption = (
+        f"The two lines cross at T = 2·d_model = {cross:,}: below it the projections cost more; "
+        f"above it the quadratic attention term takes over, its line twice as steep. "
+        f"At T = {T:,} {side}: attention is {share:.0%} of this layer's multiply–adds "
+        "(1 multiply–add = 2 FLOPs)."
+    )
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ 2. memory
+
+
+def _bytes_per(dtype: str) -> int:
+    return attention_probs_bytes(1, 1, 1, dtype)
+
+
+def largest_fitting_T(batch: int, heads: int, dtype: str, layers: int, gpu_gb: float) -> int:
+    """The largest power-of-two T whose stored probabilities (all layers) fit the GPU; 0 if none."""
+    per_T2 = attention_probs_bytes(batch, heads, 1, dtype, layers)  # bytes per unit of T²
+    fits = [int(t) for t in _pow2_range(1, T_MAX * 8) if per_T2 * int(t) ** 2 <= gpu_gb * GIB]
+    return max(fits, default=0)
+
+
+def probs_memory_chart(
+    batch: int, heads: int, dtype: str, layers: int, gpu_gb: float, T: int
+) -> Chart:
+    """Bytes of the stored T×T probabilities (one layer, all layers) against the GPU's memory."""
+    Ts = _pow2_range()
+    per = attention_probs_bytes(batch, heads, 1, dtype) * Ts**2  # one layer: b·h·T²·bytes
+    total = per * layers
+    gpu = gpu_gb * GIB
+    mine = attention_probs_bytes(batch, heads, T, dtype, layers)
+    mine1 = attention_probs_bytes(batch, heads, T, dtype)
+    hover = "T = %{x:,}<br>%{customdata}<extra>%{fullData.name}</extra>"
+    data = [
+        dict(type="scatter", x=Ts, y=total, name=f"all {layers} layers", mode="lines",
+             line=dict(color=VERMILION, width=3), customdata=[format_bytes(b) for b in total],
+             hovertemplate=hover),
+        dict(type="scatter", x=Ts, y=per, name="one layer", mode="lines",
+             line=dict(color=BLUE, width=3, dash="dash"),
+             customdata=[format_bytes(b) for b in per], hovertemplate=hover),
+        dict(type="scatter", x=[T, T], y=[mine, mine1], mode="markers", name=f"your T = {T:,}",
+             marker=dict(color=BLACK, size=12, symbol=["circle", "diamond"]),
+             customdata=[format_bytes(mine), format_bytes(mine1)], hovertemplate=hover),
+    ]  # fmt: skip
+    lo, hi = float(min(per.min(), gpu)), float(max(total.max(), gpu))
+    oom = dict(
+        type="rect", x0=0, x1=1, y0=gpu, y1=hi * 4, xref="paper", yref="y",
+        fillcolor=VERMILION, opacity=0.08, line=dict(width=0), layer="below",
+    )  # fmt: skip
+    line, note = _hline(gpu, f"GPU memory: {gpu_gb:g} GiB — above it: out of memory", log=True)
+    layout = line_layout(
+        f"Stored attention probabilities: batch {batch} × {heads} heads × T² × "
+        f"{_bytes_per(dtype)} bytes",
+        "sequence length T (tokens, log scale)",
+        "memory (log scale)",
+        height=420,
+        shapes=[oom, line],
+        annotations=[note],
+    )
+    layout["yaxis"].update(**_byte_axis(lo, hi), range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3])
+    fig = _figure(data, _log_T_axes(layout))
+    fit = largest_fitting_T(batch, heads, dtype, layers, gpu_gb)
+    verdict = (
+        f"All {layers} layers' probabilities fit only up to T = {fit:,}"
+        if fit
+        else "Not even T = 1 fits"
+    )
+    caption = (
+        f"At T = {T:,} the probabilities kept for the backward pass take {format_bytes(mine1)} "
+        f"per layer and {format_bytes(mine)} for {layers} layers — "
+        f"{gpu_share(mine, gpu_gb)} of a {gpu_gb:g} GiB GPU. Doubling T multiplies them by 4. "
+        f"{verdict}, however fast the GPU computes: memory runs out before compute does."
+    )
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ 3. KV cache
+
+
+def kv_cache_chart(
+    batch: int, T: int, layers: int, heads: int, kv_heads: int, d_head: int, dtype: str,
+    gpu_gb: float,
+) -> Chart:  # fmt: skip
+    """KV cache of MHA (h K/V heads), GQA (kv_heads) and MQA (1) at the current settings."""
+    kinds = [
+        (f"MHA: {heads} K/V heads", heads, BLUE),
+        (f"GQA: {kv_heads} K/V heads", kv_heads, ORANGE),
+        ("MQA: 1 K/V head", 1, GREEN),
+    ]
+    vals = [kv_cache_bytes(batch, T, layers, n, d_head, dtype) for _, n, _ in kinds]
+    unit_i = max(0, min(5, int(math.log(max(vals[0], 1), 1024))))
+    unit = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")[unit_i]
+    scale = 1024**unit_i
+    data = [
+        dict(type="bar", x=[k for k, _, _ in kinds], y=[v / scale for v in vals],
+             marker=dict(color=[c for _, _, c in kinds]), cliponaxis=False,
+             text=[format_bytes(v) for v in vals], textposition="outside",
+             hovertemplate="%{x}<br>%{text}<extra></extra>"),
+    ]  # fmt: skip
+    gpu = gpu_gb * GIB
+    top = max(vals) / scale * 1.25
+    shapes, notes = [], []
+    if gpu <= 3 * max(vals):
+        line, note = _hline(gpu / scale, f"GPU memory: {gpu_gb:g} GiB", log=False, right=True)
+        shapes, notes = [line], [note]
+        top = max(top, gpu / scale * 1.15)
+    layout = base_layout(
+        f"KV cache while generating: batch {batch}, T = {T:,}, {layers} layers, d_head = {d_head}",
+        "attention variant",
+        f"K and V cache ({unit})",
+        height=400,
+    )
+    layout["yaxis"].update(range=[0, top], tickformat=NUM_FMT)
+    layout.update(showlegend=False, shapes=shapes, annotations=notes)
+    fig = _figure(data, layout)
+    fits = [v <= gpu for v in vals]
+    if all(fits):
+        fit_txt = f"All three fit in {gpu_gb:g} GiB."
+    elif not any(fits):
+        fit_txt = f"None of them fits in {gpu_gb:g} GiB."
+    else:
+        names = [k.split(":")[0] for (k, _, _), f in zip(kinds, fits, strict=True) if f]
+        fit_txt = (
+            f"Only {' and '.join(names)} fit{'s' if len(names) == 1 else ''} in {gpu_gb:g} GiB."
+        )
+    caption = (
+        "While generating, each token's keys and values are kept for every later token: "
+        "2 × batch × T × layers × K/V heads × d_head × bytes. Sharing one K/V head among all "
+        f"{heads} query heads (MQA) divides the cache by h = {heads}; GQA with {kv_heads} "
+        f"K/V heads divides it by {heads // max(kv_heads, 1)}. {fit_txt}"
+    )
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ 4. measured sweep
+
+
+def sweep_chart(
+    series: dict[str, tuple[Sequence[int], Sequence[float]]],
+    slopes: dict[str, float],
+    *,
+    what: str,
+    device: str,
+) -> Chart:
+    """Measured time or peak memory of each method against T, log–log, slope in the legend."""
+    if what not in ("time", "memory"):
+        raise ValueError(f"what must be 'time' or 'memory'; got {what!r}")
+    data, all_y = [], []
+    for method, (Ts, ys) in series.items():
+        if not len(Ts):
+            continue
+        color, dash, symbol = METHOD_STYLE[method]
+        s = slopes.get(method, float("nan"))
+        slope = f"slope {s:.2f}" if math.isfinite(s) else "slope n/a"
+        text = [format_bytes(y) if what == "memory" else f"{y * 1e3:.3g} ms" for y in ys]
+        ys = list(ys) if what == "memory" else [y * 1e3 for y in ys]  # time drawn in ms
+        data.append(
+            dict(type="scatter", x=list(Ts), y=ys, name=f"{METHOD_LABEL[method]}: {slope}",
+                 mode="lines+markers", line=dict(color=color, width=3, dash=dash),
+                 marker=dict(symbol=symbol, size=10), customdata=text,
+                 hovertemplate="T = %{x:,}<br>%{customdata}<extra>" + method + "</extra>")
+        )  # fmt: skip
+        all_y.extend(float(y) for y in ys)
+    if what == "memory":
+        title, y_title = f"Peak memory, measured on {device}", "peak memory incl. q, k, v (log)"
+    else:
+        title, y_title = f"Time per call, measured on {device}", "milliseconds per call (log)"
+    layout = line_layout(title, "sequence length T (log scale)", y_title, height=400)
+    layout["legend"] = dict(orientation="v", yanchor="top", y=0.99, xanchor="left", x=0.01)
+    all_T = [t for Ts, _ in series.values() for t in Ts] or [256]
+    layout["xaxis"].update(**_pow2_ticks(min(all_T), max(all_T), every=1))
+    if what == "memory" and all_y:
+        layout["yaxis"].update(**_byte_axis(min(all_y), max(all_y)))
+    else:
+        layout["yaxis"].update(type="log", dtick=1, tickformat=",~g")
+    fig = _figure(data, layout)
+    if what == "memory":
+        caption = (
+            "On log–log axes a slope of 2 means memory grows like T²: the materialised path "
+            "stores T×T scores and weights. A slope near 1 means it grows like T: the tiled and "
+            "fused paths hold one tile plus the T×d inputs and output. Slopes are fitted over "
+            "the largest T, where fixed overheads stop mattering."
+        )
+    else:
+        caption = (
+            "All three do about 2·T²·d multiply–adds, so at large T their time lines all rise "
+            "with slope near 2. Our tiled version pays Python's overhead on every tile; the "
+            "fused kernel runs the same loop in compiled code, without writing T×T to memory."
+        )
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ 5. walkthrough
+
+
+def _grid_lines(T_q: int, T_k: int, block_q: int, block_k: int) -> tuple[list, list]:
+    """Tile borders as one NaN-separated line trace (far cheaper than one shape per tile)."""
+    gx: list = []
+    gy: list = []
+    for c in [*range(0, T_k, block_k), T_k]:
+        gx += [c - 0.5, c - 0.5, None]
+        gy += [-0.5, T_q - 0.5, None]
+    for r in [*range(0, T_q, block_q), T_q]:
+        gx += [-0.5, T_k - 0.5, None]
+        gy += [r - 0.5, r - 0.5, None]
+    return gx, gy
+
+
+def walkthrough_chart(
+    scores: np.ndarray,
+    tiles: list[tuple[int, int, bool]],
+    out: np.ndarray,
+    exact: np.ndarray,
+    *,
+    block_q: int,
+    block_k: int,
+    step: int,
+    current: tuple[tuple[int, int], tuple[int, int]] | None,
+) -> Chart:
+    """Three panels sharing the query rows: the T×T scores under the tile grid (done tiles
+    clear, waiting ones hazy, the current one framed), the output so far (acc / l), and the
+    exact attention output.
+
+    Built from five traces and at most three shapes, so it stays cheap for T = 64 with 2×2 tiles.
+    """
+    scores = np.asarray(scores, np.float32)
+    out, exact = np.asarray(out, np.float32), np.asarray(exact, np.float32)
+    T_q, T_k = scores.shape
+    d_v = exact.shape[1]
+    visited = [(qi, ki) for qi, ki, v in tiles if v]
+    n_steps = len(visited)
+    done = set(visited[:step])
+    # veil: 0 = still to come (white haze), 1 = skipped by the causal mask (grey), NaN = done
+    veil = np.full((T_q, T_k), np.nan, np.float32)
+    for qi, ki, v in tiles:
+        if (qi, ki) not in done:
+            rows = slice(qi * block_q, (qi + 1) * block_q)
+            veil[rows, ki * block_k : (ki + 1) * block_k] = 0.0 if v else 1.0
+    finite = scores[np.isfinite(scores)]
+    s_lim = float(np.abs(finite).max()) if finite.size else 1.0
+    o_lim = float(np.abs(exact).max()) or 1.0
+    gx, gy = _grid_lines(T_q, T_k, block_q, block_k)
+    d_s, d_o, d_e = [0.0, 0.56], [0.68, 0.8], [0.86, 0.98]
+    bar = dict(tickformat=NUM_FMT, thickness=12, len=0.9, title=dict(side="top"))
+    data = [
+        dict(type="heatmap", z=np.where(np.isfinite(scores), scores, np.nan).astype(np.float32),
+             colorscale=DIVERGING, zmin=-s_lim, zmax=s_lim, xgap=1, ygap=1,
+             colorbar=dict(bar, x=0.575, title=dict(text="score", side="top")),
+             hovertemplate="query %{y}, key %{x}<br>score %{z:" + NUM_FMT + "}<extra></extra>"),
+        dict(type="heatmap", z=veil, zmin=0, zmax=1, showscale=False, opacity=0.8,
+             colorscale=[[0, "#FFFFFF"], [0.5, "#FFFFFF"], [0.5, GREY], [1, GREY]],
+             hoverinfo="skip"),
+        dict(type="scatter", x=gx, y=gy, mode="lines", line=dict(color="#444", width=1.5),
+             hoverinfo="skip", showlegend=False),
+    ]  # fmt: skip
+    for z, xa, name in ((out, "x2", "so far"), (exact, "x3", "exact")):
+        data.append(
+            dict(type="heatmap", z=z, colorscale=DIVERGING, zmin=-o_lim, zmax=o_lim, xaxis=xa,
+                 yaxis="y", xgap=1, ygap=1, showscale=xa == "x3",
+                 colorbar=dict(bar, x=1.0, title=dict(text="output", side="top")),
+                 hovertemplate="row %{y}, column %{x}<br>" + name + " %{z:" + NUM_FMT
+                 + "}<extra></extra>")
+        )  # fmt: skip
+    shapes = []
+    if current is None:
+        title = f"Step 0 of {n_steps}: no tile processed yet"
+    else:
+        (r0, r1), (c0, c1) = current
+        title = f"Step {step} of {n_steps}: query rows {r0}–{r1 - 1} meet keys {c0}–{c1 - 1}"
+        frame = dict(line=dict(color=BLACK, width=4), layer="above", y0=r0 - 0.5, y1=r1 - 0.5)
+        shapes.append(dict(frame, type="rect", x0=c0 - 0.5, x1=c1 - 0.5, xref="x", yref="y"))
+        shapes.append(dict(frame, type="rect", x0=-0.5, x1=d_v - 0.5, xref="x2", yref="y"))
+    layout = base_layout(title, "key position", "query row", height=500)
+    layout["xaxis"].update(domain=d_s, range=[-0.6, T_k - 0.4], showgrid=False, zeroline=False)
+    layout["yaxis"].update(autorange="reversed", showgrid=False, zeroline=False)
+    small = dict(showgrid=False, zeroline=False, dtick=1 if d_v <= 8 else None)
+    layout["xaxis2"] = dict(small, domain=d_o, anchor="y", title=dict(text="column"))
+    layout["xaxis3"] = dict(small, domain=d_e, anchor="y", title=dict(text="column"))
+    layout["annotations"] = [
+        dict(text=text, x=sum(d) / 2, y=1.0, xref="paper", yref="paper", showarrow=False,
+             yanchor="bottom", font=dict(size=14))
+        for text, d in (("scores q·k/√d_k", d_s), ("so far: acc / l", d_o), ("exact", d_e))
+    ]  # fmt: skip
+    layout["margin"] = dict(l=10, r=10, t=80, b=10)
+    layout.update(shapes=shapes, showlegend=False)
+    fig = _figure(data, layout)
+    skipped = sum(1 for *_, v in tiles if not v)
+    caption = (
+        "Each box on the left is a tile: one block of queries meets one block of keys. Clear "
+        "tiles are done, hazy ones are still to come, and the thick frame is the tile just "
+        "folded in — the only scores that exist at that moment (the full matrix is drawn for "
+        "you; the method never stores it). On the right, the framed output rows change as each "
+        "key block arrives; blank rows have not started; a row equals the exact answer once its "
+        "last tile is in."
+    )
+    if skipped:
+        caption += (
+            f" The {skipped} grey tiles lie wholly in their queries' future: with the causal "
+            "mask they are never computed, which saves almost half the work."
+        )
+    return Chart(fig, caption)
+
+
+def _domains(n: int, gap: float) -> list[list[float]]:
+    w = (1.0 - gap * (n - 1)) / n
+    return [[i * (w + gap), i * (w + gap) + w] for i in range(n)]
+
+
+def running_stats_chart(
+    m: np.ndarray,
+    l: np.ndarray,
+    m_final: np.ndarray,
+    l_final: np.ndarray,
+    rows: tuple[int, int] | None,
+) -> Chart:
+    """Running max m and running sum l of every query row, beside their final values."""
+    T = len(m)
+    x = np.arange(T)
+    current = np.zeros(T, bool)
+    if rows is not None:
+        current[rows[0] : rows[1]] = True
+    colors = np.where(current, ORANGE, BLUE).tolist()
+    data = []
+    panels = (("m", m, m_final, "x", "y"), ("l", l, l_final, "x2", "y2"))
+    for i, (name, now, final, xa, ya) in enumerate(panels):
+        data += [
+            dict(type="bar", x=x, y=np.asarray(now, np.float32), marker=dict(color=colors),
+                 name="so far (orange: rows of the current tile)", xaxis=xa, yaxis=ya,
+                 showlegend=i == 0, legendgroup="now",
+                 hovertemplate="row %{x}<br>" + name + " = %{y:" + NUM_FMT + "}<extra></extra>"),
+            dict(type="scatter", x=x, y=np.asarray(final, np.float32), mode="markers",
+                 name="final value", xaxis=xa, yaxis=ya, showlegend=i == 0, legendgroup="final",
+                 marker=dict(symbol="diamond-open", size=10, color=BLACK, line=dict(width=2)),
+                 hovertemplate="row %{x}<br>final " + name + " = %{y:" + NUM_FMT
+                 + "}<extra></extra>"),
+        ]  # fmt: skip
+    dom = _domains(2, 0.1)
+    layout = base_layout(
+        "Running max m and running sum l of each query row", "query row", "running max m",
+        height=380,
+    )  # fmt: skip
+    layout["xaxis"].update(domain=dom[0], anchor="y")
+    layout["xaxis2"] = dict(domain=dom[1], anchor="y2", title=dict(text="query row"))
+    layout["yaxis2"] = dict(anchor="x2", title=dict(text="running sum l"), rangemode="tozero")
+    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
+    fig = _figure(data, layout)
+    caption = (
+        "When a new key block holds a bigger score, m jumps up and everything summed so far is "
+        "multiplied by exp(m_old − m_new) before the new keys are added — so l can even shrink. "
+        "Each bar reaches its ◇ once the row's last key block is in."
+    )
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ the page's words
+# "Try this" experiments — (what to do, what you should see) — and the explanations, kept
+# here beside the pictures they refer to so the page script stays short.
+
+TRY_CALCULATORS = [
+    (
+        "Set T = 2048",
+        "the probabilities grow 4×: 2 GiB per layer, 24 GiB for 12 layers — a whole 24 GiB card.",
+    ),
+    (
+        "Raise d_model to 4096",
+        "the crossover moves to T = 8192: wide models spend most of their compute in projections.",
+    ),
+    ("Set K/V heads to 1", "GQA turns into MQA and the KV cache shrinks by the factor h."),
+]
+
+TRY_SWEEP = [
+    ("Run the sweep", "memory slopes near 2 for `attention` and near 1 for the other two."),
+    (
+        "Set heads to 64 in the controls and run it again",
+        "`attention` hits this sweep's memory budget early; the tiled and fused paths go on.",
+    ),
+    (
+        "Read the time panel",
+        "our Python-loop tiles are slow; the fused kernel, the same idea compiled, is fastest.",
+    ),
+]
+
+TRY_WALKTHROUGH = [
+    (
+        "Press Step through the first row of tiles",
+        "m only ever rises; when it does, l is scaled down before the new keys are added.",
+    ),
+    (
+        "Turn on the causal mask",
+        "the grey tiles above the diagonal are never visited, and the answer still matches.",
+    ),
+    (
+        "Set the block size to 16 with T = 16",
+        "one tile holds everything, and its single step is ordinary softmax attention.",
+    ),
+]
+
+EXPLAIN_COST = (
+    "Where 4·T·d² and 2·T²·d come from",
+    "The projections are four (T × d) by (d × d) products — Q, K, V and the output — so "
+    "4·T·d² multiply–adds. Attention itself is Q Kᵀ (T × d by d × T) plus weights times V "
+    "(T × T by T × d): 2·T²·d, however the width is split into heads. The two are equal at "
+    "T = 2d. Memory follows a different rule: training keeps every head's T×T probabilities "
+    "for the backward pass, batch × h × T² × bytes per layer, so it grows with T² *and* with "
+    "the batch and the number of heads.",
+)
+
+EXPLAIN_ONLINE = (
+    "The online softmax in three lines",
+    "For every tile and every query row in it:\n\n"
+    r"$m' = \max\big(m,\ \max_j s_j\big)$, "
+    r"$\quad \ell' = e^{m - m'}\,\ell + \sum_j e^{s_j - m'}$, "
+    r"$\quad \mathrm{acc}' = e^{m - m'}\,\mathrm{acc} + \sum_j e^{s_j - m'}\,v_j$"
+    "\n\nand at the very end, output = acc / ℓ. The factor e^(m − m′) re-expresses what was "
+    "summed so far against the new maximum: the stable softmax's shift, applied late.",
+)
+
+EXPLAIN_FASTER = (
+    "Why FlashAttention is faster although it does more arithmetic",
+    "It performs the same 2·T²·d multiply–adds plus a little extra: the rescaling, and, in "
+    "training, recomputing tiles during the backward pass instead of storing them. On a GPU, "
+    "though, ordinary attention is slowed not by arithmetic but by traffic: writing T×T "
+    "scores to the GPU's main memory, reading them back for the softmax, writing the weights, "
+    "reading them again to mix V. Keeping each tile in small, fast on-chip SRAM removes that "
+    "traffic, so the kernel stops being limited by memory bandwidth — and memory use drops "
+    "from O(T²) to O(T).",
+)
+
+EXPLAIN_WEIGHTS = (
+    "What it cannot give you: the weights",
+    "A fused kernel never forms the attention matrix, so it cannot hand it back. Everything "
+    "that needs the weights — every heatmap in this app, debugging, analysis — needs the "
+    "explicit path. That is why `attention` stays in the test suite, where `fused_attention` "
+    "and `tiled_attention` are checked against it to within 10⁻⁵.",
+)
+
+INTRO = (
+    "Attention's arithmetic grows with T², and so does something worse: the T×T matrix of "
+    "probabilities kept for training. This page counts both, measures them live on this "
+    "machine, and steps through the tiled algorithm behind FlashAttention, which returns the "
+    "same answer without ever storing that matrix."
+)

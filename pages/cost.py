@@ -1,0 +1,265 @@
+"""Cost and FlashAttention: compute and memory against T, KV caches, a live measurement,
+and the tiled online softmax step by step."""
+
+import dataclasses
+
+import streamlit as st
+
+import ui
+from attn_core import (
+    attention,
+    attention_macs,
+    attention_probs_bytes,
+    causal_mask,
+    crossover_T,
+    device_label,
+    device_memory_gib,
+    fit_slope,
+    format_bytes,
+    kv_cache_bytes,
+    measure_point,
+    memory_how,
+    plan_sweep,
+    projection_macs,
+    random_qkv,
+    sdpa_backend,
+    tile_grid,
+    tiled_attention,
+    trace_state,
+)
+from attn_core.measure import METHODS, qkv
+from figures import cost as fig
+
+FILE = "pages/cost.py"
+HEADS = [1, 2, 4, 8, 12, 16, 32, 64]
+GPUS = [8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192]
+WALK_D_K, WALK_D_V = 8, 4
+SWEEP = "_cost_sweep"  # session_state: the last sweep's results (small, plain Python)
+SLOW_S = 1.5  # seconds: a method whose call takes longer stops climbing in T
+
+
+def fit_choice(asked: int, divides: int, name: str, why: str) -> int:
+    """The largest head count <= asked that divides `divides`; a note when it had to change."""
+    ok = max(h for h in HEADS if h <= min(asked, divides) and divides % h == 0)
+    if ok != asked:
+        reason = f"is more than {why}" if asked > divides else f"does not divide {why} evenly"
+        ui.note(f"`{name}={asked}` {reason}; using **{ok}** instead.")
+    return ok
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def walk_trace(walk_T: int, block: int, causal: bool):
+    """Scores, exact output and tiled trace for the walkthrough (T <= 64: the CPU is fastest)."""
+    q, k, v = random_qkv(walk_T, WALK_D_K, d_v=WALK_D_V, seed=3)
+    mask = causal_mask(walk_T) if causal else None
+    exact = attention(q, k, v, mask)
+    out, steps = tiled_attention(q, k, v, block_q=block, block_k=block, causal=causal, trace=True)
+    full = trace_state(steps, len(steps), walk_T)
+    return dict(
+        steps=steps,
+        scores=exact.scores.numpy(),
+        exact=exact.output.numpy(),
+        m_final=full.m.numpy(),
+        l_final=full.l.numpy(),
+        max_diff=float((out - exact.output).abs().max()),
+        tiles=tile_grid(walk_T, walk_T, block, block, causal),
+    )
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def walk_state(walk_T: int, block: int, causal: bool, step: int) -> dict:
+    s = trace_state(walk_trace(walk_T, block, causal)["steps"], step, walk_T)
+    cur = s.current
+    return dict(
+        m=s.m.numpy(), l=s.l.numpy(), out=s.out.numpy(), cur=(cur.rows, cur.cols) if cur else None
+    )
+
+
+@st.cache_data(max_entries=96, show_spinner=False)
+def measured(method: str, T: int, heads: int, d_k: int, dtype: str, device: str, block: int):
+    return dataclasses.asdict(
+        measure_point(method, T, heads=heads, d_k=d_k, dtype=dtype, device=device, block=block)
+    )
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def backend(heads: int, d_k: int, dtype: str, device: str) -> str:
+    return sdpa_backend(*qkv(1, heads, 256, d_k, dtype, device))
+
+
+def calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> None:
+    st.subheader("1 · Compute: where the multiply–adds go")
+    p, a, cross = projection_macs(T, d_model), attention_macs(T, d_model), crossover_T(d_model)
+    c = st.columns(3)
+    c[0].metric("Projections, 4·T·d² (MACs)", fig.si(p))
+    c[1].metric("Attention, 2·T²·d (MACs)", fig.si(a))
+    c[2].metric("Crossover T = 2·d", f"{cross:,}")
+    ui.show(fig.flops_chart(d_model, T))
+
+    st.subheader("2 · Memory: the T×T wall")
+    per, total = (attention_probs_bytes(batch, heads, T, dtype, n) for n in (1, layers))
+    grow = attention_probs_bytes(batch, heads, 2 * T, dtype) // per  # computed, not typed in
+    ui.predict_choice(
+        "double_T", "You double the sequence length T. The stored probabilities grow by…",
+        ["×2", "×4", "×8"], f"×{grow}",
+        "Every head stores one weight per (query, key) pair: T² of them. Twice the queries "
+        "times twice the keys is four times the memory, which is why long context hits the "
+        "memory wall first.",
+        truth=f"{format_bytes(per)} → {format_bytes(per * grow)} per layer.",
+    )  # fmt: skip
+    c = st.columns(3)
+    c[0].metric("Probabilities, one layer", format_bytes(per))
+    c[1].metric(f"All {layers} layers", format_bytes(total))
+    c[2].metric(f"Of a {gpu_gb:g} GiB GPU", fig.gpu_share(total, gpu_gb))
+    ui.show(fig.probs_memory_chart(batch, heads, dtype, layers, gpu_gb, T))
+
+    st.subheader("3 · The KV cache at inference: MHA, GQA, MQA")
+    d_head = d_model // heads
+    mha, gqa, mqa = (
+        kv_cache_bytes(batch, T, layers, n, d_head, dtype) for n in (heads, kv_heads, 1)
+    )
+    c = st.columns(3)
+    c[0].metric("MHA cache", format_bytes(mha))
+    c[1].metric(f"GQA cache ({kv_heads} K/V heads)", format_bytes(gqa))
+    c[2].metric("MQA saves a factor", f"{mha // mqa}× (= h)")
+    ui.show(fig.kv_cache_chart(batch, T, layers, heads, kv_heads, d_head, dtype, gpu_gb))
+
+
+@st.fragment
+def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
+    st.subheader("4 · Measured on this device")
+    dev = ui.device()
+    sweep_dtype = dtype if dev.type == "cuda" else "float32"
+    plan = plan_sweep(T, batch=1, heads=heads, d_k=d_k, dtype=sweep_dtype, device=dev)
+    st.markdown(
+        f"One sequence, {heads} heads of d_k = {d_k}, {sweep_dtype}, T = {plan.Ts[0]} … "
+        f"{plan.Ts[-1]:,}: {len(plan.points)} measurements of `attention`, `tiled_attention` "
+        f"and `fused_attention`."
+        + ("" if dev.type == "cuda" else " (On a CPU the sweep always runs in float32.)")
+    )
+    for n in plan.notes:
+        st.warning(n, icon=":material/speed:")
+    if st.button("Run the sweep", icon=":material/play_arrow:", type="primary"):
+        bar, rows, notes, slow = st.progress(0.0), [], list(plan.notes), set()
+        for i, (method, t) in enumerate(plan.points):
+            if method in slow:
+                continue
+            bar.progress(i / len(plan.points), text=f"Measuring `{method}` at T = {t:,} …")
+            rows.append(measured(method, t, heads, d_k, sweep_dtype, str(dev), plan.block))
+            if rows[-1]["seconds"] > SLOW_S and t < plan.Ts[-1]:  # busy machine: say so
+                slow.add(method)
+                notes.append(f"`{method}` stopped after T = {t:,}: one call took over {SLOW_S} s.")
+        bar.empty()
+        st.session_state[SWEEP] = dict(
+            rows=rows, notes=notes, device=device_label(dev), how=memory_how(dev),
+            backend=backend(heads, d_k, sweep_dtype, str(dev)),
+            what=f"{heads} heads × d_k = {d_k}, {sweep_dtype}",
+        )  # fmt: skip
+    res = st.session_state.get(SWEEP)
+    if res is None:
+        st.info("Press **Run the sweep** to time the three paths here (a few seconds).")
+        return
+    by = {m: [r for r in res["rows"] if r["method"] == m] for m in METHODS}
+    series = {m: ([r["T"] for r in by[m]], [r["peak_bytes"] for r in by[m]]) for m in METHODS}
+    times = {m: ([r["T"] for r in by[m]], [r["seconds"] for r in by[m]]) for m in METHODS}
+    slopes = {m: fit_slope(*series[m]) for m in METHODS}
+    for n in res["notes"]:
+        if n not in plan.notes:  # notes of the sweep shown, not already shown above
+            st.warning(n, icon=":material/speed:")
+    c = st.columns(3)
+    for col, m in zip(c, METHODS, strict=True):
+        col.metric(f"Memory slope, {m}", f"{slopes[m]:.2f}")
+    ui.show(fig.sweep_chart(series, slopes, what="memory", device=res["device"]))
+    t_slopes = {m: fit_slope(*times[m]) for m in METHODS}
+    ui.show(fig.sweep_chart(times, t_slopes, what="time", device=res["device"]))
+    st.caption(
+        f"Last sweep: {res['what']} on {res['device']}. `fused_attention` ran PyTorch's "
+        f"**{res['backend']}** kernel, as the profiler reports it. Peak memory comes from "
+        f"{res['how']}; it includes q, k and v."
+    )
+
+
+@st.fragment
+def walkthrough() -> None:
+    st.subheader("5 · FlashAttention, one tile at a time")
+    c = st.columns([2, 2, 1.2])
+    with c[0]:
+        walk_T = ui.select_slider("walk_T", "Walkthrough length T", [8, 12, 16, 24, 32, 48, 64], 16)
+    with c[1]:
+        block = ui.select_slider(
+            "block", "Block size (rows and columns per tile)", [2, 4, 8, 16], 4
+        )
+    with c[2]:
+        causal = ui.toggle("causal", "Causal mask", False)
+    w = walk_trace(walk_T, block, causal)
+    n = len(w["steps"])
+    if st.session_state.get("step", 0) > n:
+        st.session_state["step"] = n  # a smaller grid has fewer tiles
+    c = st.columns([1, 1, 3], vertical_alignment="bottom")
+
+    def nudge(delta: int) -> None:
+        st.session_state["step"] = min(max(st.session_state.get("step", 1) + delta, 0), n)
+
+    c[0].button("Back", icon=":material/skip_previous:", on_click=nudge, args=(-1,))
+    c[1].button("Step", icon=":material/skip_next:", on_click=nudge, args=(1,))
+    with c[2]:
+        step = ui.slider("step", "Tiles processed", 0, n, 1)
+    s = walk_state(walk_T, block, causal, step)
+    rows = s["cur"] and s["cur"][0]
+    ui.show(
+        fig.walkthrough_chart(
+            w["scores"], w["tiles"], s["out"], w["exact"], block_q=block, block_k=block,
+            step=step, current=s["cur"],
+        )
+    )  # fmt: skip
+    ui.show(fig.running_stats_chart(s["m"], s["l"], w["m_final"], w["l_final"], rows))
+    if step == n:
+        st.success(
+            f"All {n} tiles done. Largest difference from full softmax attention: "
+            f"**{w['max_diff']:.2g}** — float32 rounding, not an approximation.",
+            icon=":material/check_circle:",
+        )
+    else:
+        st.caption(f"Step to {n} to compare the finished output with full softmax attention.")
+    ui.try_this(fig.TRY_WALKTHROUGH)
+
+
+def run() -> None:
+    ui.page_header(FILE, fig.INTRO)
+    dev = ui.device()
+    here = device_memory_gib(dev)
+    gpus = sorted(set(GPUS) | ({round(here)} if here else set()))
+    with ui.controls_area():
+        st.markdown("#### Model and hardware")
+        T = ui.pow2_slider("T", "Sequence length T", 16, 131072, 1024)
+        d_model = ui.select_slider(
+            "d_model", "d_model", [64, 128, 256, 512, 768, 1024, 2048, 4096, 8192], 512
+        )
+        heads = ui.select_slider("heads", "Heads h", HEADS, 8)
+        kv_heads = ui.select_slider("kv_heads", "K/V heads for GQA", HEADS, 2)
+        batch = ui.pow2_slider("batch", "Batch size", 1, 1024, 32)
+        layers = ui.slider("layers", "Layers", 1, 128, 12)
+        dtype = ui.radio("dtype", "Precision", ["float32", "float16", "bfloat16"], "float16")
+        gpu_gb = ui.selectbox(
+            "gpu_gb", "GPU memory to compare against (GiB)", gpus, 24,
+            fmt=lambda g: f"{g} (this GPU)" if here and g == round(here) else str(g),
+        )  # fmt: skip
+    heads = fit_choice(heads, d_model, "heads", f"d_model = {d_model}")
+    kv_heads = fit_choice(kv_heads, heads, "kv_heads", f"the {heads} query heads")
+    notes = st.container()  # filled last, so the walkthrough's own controls are covered too
+
+    calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb)
+    ui.try_this(fig.TRY_CALCULATORS)
+    ui.explain(*fig.EXPLAIN_COST)
+    sweep_section(T, heads, d_model // heads, dtype)
+    ui.try_this(fig.TRY_SWEEP)
+    walkthrough()
+    ui.explain(*fig.EXPLAIN_ONLINE, expanded=True)
+    ui.explain(*fig.EXPLAIN_FASTER)
+    ui.explain(*fig.EXPLAIN_WEIGHTS)
+    with notes:
+        ui.show_notes()
+    ui.prev_next(FILE)
+
+
+run()

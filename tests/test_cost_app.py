@@ -1,0 +1,196 @@
+"""AppTest: the cost page opened as a shared link — the lesson's numbers, bad and extreme
+URL values, the walkthrough's Step/Back, and the measured sweep (made tiny)."""
+
+import math
+import re
+
+import pytest
+
+import attn_core
+from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+
+COST = "pages/cost.py"
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def titles(at) -> list[str]:
+    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
+
+
+def test_defaults_reproduce_the_lesson():
+    at = run_page(COST)
+    no_exception(at)
+    assert at.title[0].value == "Cost and FlashAttention"
+    m = metrics(at)
+    assert m["Crossover T = 2·d"] == "1,024"
+    assert m["Projections, 4·T·d² (MACs)"] == m["Attention, 2·T²·d (MACs)"]  # T = 2d
+    assert m["Probabilities, one layer"] == "512 MiB"
+    assert m["All 12 layers"] == "6 GiB"
+    assert m["Of a 24 GiB GPU"] == "25%"
+    assert m["MHA cache"] == "768 MiB" and m["GQA cache (2 K/V heads)"] == "192 MiB"
+    assert m["MQA saves a factor"].startswith("8×")
+    t = titles(at)
+    assert "Compute per layer against sequence length (d_model = 512)" in t
+    assert any(x.startswith("Stored attention probabilities: batch 32 × 8 heads") for x in t)
+    assert any(x.startswith("KV cache while generating") for x in t)
+    assert any(x.startswith("Step 1 of 16") for x in t)
+    assert any("Running max m" in x for x in t)
+    assert not warnings(at)
+    assert any("Run the sweep" in i.value for i in at.info)  # nothing measured until asked
+    # every chart has axis titles
+    for spec in plotly_specs(at):
+        assert spec["layout"]["xaxis"]["title"]["text"] and spec["layout"]["yaxis"]["title"]["text"]
+
+
+def test_T_2048_quadruples_the_probabilities():
+    at = run_page(COST, T="2048")
+    no_exception(at)
+    m = metrics(at)
+    assert m["Probabilities, one layer"] == "2 GiB" and m["All 12 layers"] == "24 GiB"
+    assert m["Of a 24 GiB GPU"] == "100%"
+    assert not warnings(at)
+
+
+def test_bad_url_values_fall_back_with_visible_notes():
+    bad = {
+        "T": "abc",
+        "d_model": "100",
+        "heads": "<script>alert(1)</script>",
+        "kv_heads": "nan",
+        "batch": "-1",
+        "layers": "1e999",
+        "dtype": "int8",
+        "gpu_gb": "7",
+        "walk_T": "5",
+        "block": "3",
+        "causal": "maybe",
+        "step": "99",
+    }
+    at = run_page(COST, **bad)
+    no_exception(at)
+    notes = warnings(at)
+    for key in bad:
+        assert any(f"`{key}=" in n for n in notes), (key, notes)
+    assert all("<script>" not in n.replace("`heads=<script>", "") for n in notes)
+    m = metrics(at)  # everything is back at its default
+    assert m["Probabilities, one layer"] == "512 MiB" and m["All 12 layers"] == "6 GiB"
+    assert at.select_slider(key="T").value == 1024
+    assert at.slider(key="step").value == 1
+    assert any(x.startswith("Step 1 of 16") for x in titles(at))
+
+
+def test_heads_that_do_not_divide_are_fixed_with_a_note():
+    at = run_page(COST, heads="12", kv_heads="16")
+    no_exception(at)
+    notes = warnings(at)
+    assert any("`heads=12`" in n and "d_model = 512" in n and "**8**" in n for n in notes)
+    assert any("`kv_heads=16`" in n and "more than" in n for n in notes)
+    m = metrics(at)
+    assert m["GQA cache (8 K/V heads)"] == m["MHA cache"]  # kv_heads became 8
+
+
+def test_extreme_settings_stay_finite_and_cap_the_sweep():
+    at = run_page(
+        COST, T="131072", batch="1024", layers="128", heads="64", d_model="8192",
+        dtype="float32", gpu_gb="8",
+    )  # fmt: skip
+    no_exception(at)
+    m = metrics(at)
+    assert m["All 128 layers"].endswith("PiB")
+    assert m["Of a 8 GiB GPU"].endswith("×")
+    for spec in plotly_specs(at):
+        for trace in spec["data"]:
+            ys = trace.get("y")
+            if isinstance(ys, list):
+                assert all(y is None or math.isfinite(y) for y in ys if not isinstance(y, str))
+    assert any("131,072" in n and "sweep stops" in n for n in warnings(at))
+
+
+def test_walkthrough_step_back_and_finish():
+    at = run_page(COST)
+    labels = [b.label for b in at.button]
+    assert "Step" in labels and "Back" in labels
+    nxt = next(b for b in at.button if b.label == "Step")
+    nxt.click().run()
+    no_exception(at)
+    assert any(x.startswith("Step 2 of 16") for x in titles(at))
+    back = next(b for b in at.button if b.label == "Back")
+    back.click().run()
+    back = next(b for b in at.button if b.label == "Back")
+    back.click().run()
+    assert any(x.startswith("Step 0 of 16") for x in titles(at))
+    at.slider(key="step").set_value(16).run()
+    no_exception(at)
+    done = [s.value for s in at.success]
+    assert done and "All 16 tiles done" in done[0]
+    diff = float(re.search(r"\*\*([0-9.e+-]+)\*\*", done[0]).group(1))
+    assert diff < 1e-5
+
+
+def test_causal_clamps_the_step_to_the_smaller_grid():
+    at = run_page(COST, step="16")  # the last of 16 tiles
+    assert any(x.startswith("Step 16 of 16") for x in titles(at))
+    at.toggle(key="causal").set_value(True).run()
+    no_exception(at)
+    assert any(x.startswith("Step 10 of 10") for x in titles(at))  # 6 future tiles skipped
+    assert any("grey tiles" in c.value for c in at.caption)
+    assert not warnings(at)
+
+
+def test_walkthrough_from_a_link():
+    at = run_page(COST, walk_T="12", block="8", step="3", causal="true")
+    no_exception(at)
+    assert not warnings(at)
+    assert any(x.startswith("Step 3 of 3") for x in titles(at))  # 2 row blocks: 1 + 2 tiles
+
+
+@pytest.fixture
+def tiny_sweep(monkeypatch):
+    """A two-point sweep (T = 256, 512) so the button's whole path runs in a few seconds."""
+    real = attn_core.plan_sweep
+
+    def small(T_top, **kw):
+        return real(min(T_top, 512), **dict(kw, min_top=512))
+
+    monkeypatch.setattr(attn_core, "plan_sweep", small)
+
+
+def test_sweep_runs_on_the_button_and_reports_slopes_and_backend(tiny_sweep):
+    at = run_page(COST, d_model="64", heads="1")
+    no_exception(at)
+    assert not any(t.startswith("Peak memory") for t in titles(at))
+    run = next(b for b in at.button if b.label == "Run the sweep")
+    run.click().run()
+    no_exception(at)
+    t = titles(at)
+    assert any(x.startswith("Peak memory, measured on CPU") for x in t)
+    assert any(x.startswith("Time per call, measured on CPU") for x in t)
+    m = metrics(at)
+    slope_att = float(m["Memory slope, attention"])
+    slope_fused = float(m["Memory slope, fused_attention"])
+    assert slope_att > slope_fused  # T² against T, even over two points
+    cap = " ".join(c.value for c in at.caption)
+    assert "profiler" in cap and any(
+        name in cap for name in attn_core.measure.SDPA_BACKENDS.values()
+    )
+    # the result stays on later reruns without measuring again
+    at.select_slider(key="T").set_value(2048).run()
+    assert any(x.startswith("Peak memory") for x in titles(at))
+
+
+def test_predict_then_reveal_doubling_T():
+    at = run_page(COST)
+    at.radio(key="pick-double_T").set_value("×4")
+    next(b for b in at.button if b.label == "Reveal").click().run()
+    no_exception(at)
+    assert any("Right: **×4**" in s.value and "512 MiB → 2 GiB" in s.value for s in at.success)
+
+
+def test_presenter_mode_keeps_the_controls_on_the_page():
+    at = run_page(COST, present="1", T="2048")
+    no_exception(at)
+    assert at.select_slider(key="T").value == 2048
+    assert metrics(at)["Probabilities, one layer"] == "2 GiB"
