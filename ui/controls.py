@@ -228,20 +228,51 @@ def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> b
     return value
 
 
+def _is_int_in(raw: Any, lo: int, hi: int) -> bool:
+    return isinstance(raw, str) and re.fullmatch(r"[+-]?\d{1,18}", raw.strip()) is not None and (
+        lo <= int(raw) <= hi
+    )
+
+
+_FIX = "_ui_fix"  # session_state: {key: value to force on the next run}
+
+
+def _apply_fix(key: str) -> None:
+    """Before a widget is created: force a value decided on the previous run."""
+    fixes = st.session_state.get(_FIX)
+    if fixes and key in fixes:
+        st.session_state[key] = fixes.pop(key)
+
+
+def _force_default(key: str, default: Any) -> None:
+    """The widget took a value it must not hold (Streamlit seeds a number box with inf
+    from ?seed=1e999): rerun once with the default forced in, which also fixes the URL."""
+    st.session_state.setdefault(_FIX, {})[key] = default
+    st.rerun()
+
+
 def number(key: str, label: str, lo: int, hi: int, default: int, *, help: str | None = None) -> int:
     """An integer box (seeds, counts)."""
+    _apply_fix(key)
     raw = _raw(key)
+    # A float box shown as a whole number: Streamlit's int box crashes on ?key=1e999
+    # (it tries int(inf)); the float box holds the bad value and we replace it below.
     value = st.number_input(
         label,
-        min_value=lo,
-        max_value=hi,
-        value=default,
-        step=1,
+        min_value=float(lo),
+        max_value=float(hi),
+        value=float(default),
+        step=1.0,
+        format="%.0f",
         key=key,
         help=help,
         bind="query-params",
     )
-    _record(key, raw, value, _float_eq(raw, value), f"a whole number from {lo} to {hi}")
+    expected = f"a whole number from {lo} to {hi}"
+    if value is None or not math.isfinite(value) or not lo <= value <= hi or value != int(value):
+        _record(key, raw if raw is not None else str(value), default, False, expected)
+        _force_default(key, float(default))
+    _record(key, raw, value, _float_eq(raw, value), expected)
     return int(value)
 
 

@@ -1,0 +1,106 @@
+"""Hostile links: for every page, 200 random query strings through AppTest.
+
+Each query string sets 1–3 of the page's own URL parameters (and sometimes an
+unknown one) to hostile values: wrong types, huge and negative numbers, NaN and
+infinities, unicode, emoji, HTML and script tags, markdown links, very long text.
+The page must not raise, must never render the payload as HTML, and every value
+it did not take must be announced by a note naming the parameter.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from tests.support.apptest import run_page
+from ui.lesson import available
+
+N_CASES = int(os.environ.get("FUZZ_CASES", "200"))
+HOSTILE = [
+    "",
+    "abc",
+    "-1",
+    "-99999999",
+    "99999999999999999999",
+    "1e999",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "0x10",
+    "１２",  # full-width digits
+    "😀",
+    "é∑≈ç",
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(1)">',
+    "</div><b>bold</b>",
+    "[click](javascript:alert(1))",
+    "![img](http://example.com/i.png)",
+    "`",
+    "$$\\frac{1}{0}$$",
+    "'; DROP TABLE users; --",
+    "../../etc/passwd",
+    "%00",
+    "a" * 3000,
+    "1,2,3",
+    "0.5.5",
+    "None",
+    "[]",
+]
+PAYLOADS = ("<script", "<img", "<b>", "javascript:")
+WIDGETS = ("slider", "select_slider", "toggle", "radio", "selectbox", "number_input", "multiselect")
+
+
+def _page_keys(file: str) -> tuple[list[str], list[str], set[str]]:
+    """The page's URL-bound controls: (checked keys, free-text keys, multiselect keys)."""
+    at = run_page(file)
+    keys, text = [], []
+    multi = {w.key for w in at.multiselect if w.key}
+    for kind in WIDGETS:
+        for w in getattr(at, kind):
+            if w.key and not w.key.startswith(("_", "$$", "pick-", "guess-")):
+                keys.append(w.key)
+    for w in at.text_input:
+        if w.key and not w.key.startswith(("_", "$$")):
+            text.append(w.key)
+    return sorted(set(keys)), sorted(set(text)), multi
+
+
+def _html_elements(at):
+    """Every element allowed to render raw HTML, with its body."""
+    for el in [*at.markdown, *at.caption]:
+        if getattr(el.proto, "allow_html", False):
+            yield el.value
+    for el in at.get("html"):
+        yield getattr(el.proto, "body", "")
+
+
+@pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
+def test_hostile_links_never_crash_never_inject_and_are_announced(lesson):
+    keys, text_keys, multi = _page_keys(lesson.file)
+    assert keys or text_keys, "a page with no URL-bound controls?"
+    rng = random.Random(f"fuzz-{lesson.url_path}")
+    all_keys = keys + text_keys
+    for case in range(N_CASES):
+        params = {
+            k: rng.choice(HOSTILE)
+            for k in rng.sample(all_keys, min(len(all_keys), rng.randint(1, 3)))
+        }
+        if rng.random() < 0.2:
+            params["unknown_" + str(case)] = rng.choice(HOSTILE)
+        at = run_page(lesson.file, **params)
+        where = f"{lesson.url_path or 'home'}?{params!r}"
+        assert not at.exception, (where, [e.value for e in at.exception])
+        for body in _html_elements(at):
+            assert not any(p in body for p in PAYLOADS), (where, body[:200])
+        notes = " ".join(w.value for w in at.warning)
+        kept = at.query_params
+        for k, v in params.items():
+            if k not in keys or (k in multi and v == ""):
+                continue  # free text is valid by definition, and so is an empty selection
+            accepted = (
+                k in kept and str(kept[k] if not isinstance(kept[k], list) else kept[k][-1]) == v
+            )
+            assert accepted or f"`{k}=" in notes, (where, k, notes[:300])
