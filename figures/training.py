@@ -1,0 +1,322 @@
+"""Pictures for the training lab: two runs (scaled, unscaled) side by side.
+
+Every builder takes the two `TrainingRun`s (or what they hold) and draws the
+scaled run in blue and the unscaled one in vermillion, the same everywhere, so
+the legend only has to be read once. Curves may be partial (a run in progress):
+the x axis always spans the steps asked for, so the lines grow to the right.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .style import FONT, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, line_layout, to_numpy
+
+SCALED_COLOUR = OKABE_ITO[0]  # blue
+UNSCALED_COLOUR = OKABE_ITO[3]  # vermillion
+REFERENCE_COLOUR = "#555555"
+JAC_FLOOR = 1e-12  # per-row Jacobian norms at or below this (exact zeros included) sit here
+
+RUNS = (("scaled (÷√d_k)", SCALED_COLOUR), ("unscaled", UNSCALED_COLOUR))
+
+
+def _steps(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int32)
+
+
+def _line(y: list[float], name: str, colour: str, *, dash: str = "solid", show=True) -> go.Scatter:
+    return go.Scatter(
+        x=_steps(len(y)),
+        y=np.asarray(y, dtype=np.float32),
+        mode="lines",
+        name=name,
+        legendgroup=name,
+        showlegend=show,
+        line=dict(color=colour, width=2.5, dash=dash),
+        hovertemplate=f"{name}<br>step %{{x}}<br>%{{y:{NUM_FMT}}}<extra></extra>",
+    )
+
+
+def _x_range(runs, steps: int | None) -> list[float]:
+    n = steps if steps else max(max(len(r.loss) for r in runs), 1)
+    return [0, max(n - 1, 1)]
+
+
+def _setting(run) -> str:
+    opt = "SGD" if run.optimizer == "sgd" else "Adam"
+    return f"d_k = {run.d_k}, {opt}, lr {run.lr:g}"
+
+
+def loss_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
+    """Training loss of both runs on a log axis, with the chance level ln(n_symbols)."""
+    fig = go.Figure()
+    for run, (name, colour) in zip((scaled, unscaled), RUNS, strict=True):
+        fig.add_trace(_line(run.loss, name, colour))
+    chance = scaled.chance
+    fig.add_hline(
+        y=chance,
+        line=dict(color=REFERENCE_COLOUR, dash="dash", width=1.5),
+        annotation_text=f"chance: ln {scaled.n_symbols} = {chance:.2f}",
+        annotation_position="bottom left",
+    )
+    fig.update_layout(
+        **line_layout(
+            f"Training loss — {_setting(scaled)}",
+            "training step",
+            "cross-entropy loss (nats, log scale)",
+        )
+    )
+    fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
+    losses = [x for r in (scaled, unscaled) for x in r.loss if x > 0]
+    lo = min([*losses, chance]) / 2
+    hi = max([*losses, chance]) * 1.5
+    fig.update_yaxes(type="log", tickformat=NUM_FMT, range=[math.log10(lo), math.log10(hi)])
+    caption = (
+        "Both runs start from the same weights and see the same batches; only the √d_k differs. "
+        f"The dashed line is guessing: a model that ignores the pairs cannot beat ln "
+        f"{scaled.n_symbols}. The log scale shows the gap at the end in orders of magnitude."
+    )
+    return Chart(fig, caption)
+
+
+def accuracy_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
+    """Share of the batch answered correctly, per step."""
+    fig = go.Figure()
+    for run, (name, colour) in zip((scaled, unscaled), RUNS, strict=True):
+        fig.add_trace(_line(run.accuracy, name, colour))
+    fig.add_hline(
+        y=1 / scaled.n_symbols,
+        line=dict(color=REFERENCE_COLOUR, dash="dash", width=1.5),
+        annotation_text=f"chance: 1/{scaled.n_symbols}",
+        annotation_position="top left",
+    )
+    fig.update_layout(**line_layout("Accuracy on each batch", "training step", "accuracy"))
+    fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    caption = (
+        "How often the answer with the highest score is the right value. Read it with the loss: "
+        "a run can be right most of the time and still have a noisy, jumping loss."
+    )
+    return Chart(fig, caption)
+
+
+def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
+    """Left: mean entropy of the attention rows. Right: mean largest weight and saturated share."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.12,
+        subplot_titles=("entropy of a row (nats)", "largest weight in a row"),
+    )
+    for run, (name, colour) in zip((scaled, unscaled), RUNS, strict=True):
+        fig.add_trace(_line(run.entropy, name, colour), row=1, col=1)
+        fig.add_trace(_line(run.max_weight, name, colour, show=False), row=1, col=2)
+        fig.add_trace(
+            _line(run.saturated, f"{name}: share of rows > 0.99", colour, dash="dot", show=False),
+            row=1,
+            col=2,
+        )
+    n_keys = scaled.n_pairs
+    fig.add_hline(
+        y=math.log(n_keys),
+        row=1,
+        col=1,
+        line=dict(color=REFERENCE_COLOUR, dash="dash", width=1.5),
+        annotation_text=f"uniform: ln {n_keys}",
+        annotation_position="bottom left",
+    )
+    layout = line_layout("How peaked the attention rows are", "training step", "nats", height=420)
+    layout["legend"].update(y=1.16)
+    layout["margin"] = dict(l=10, r=10, t=105, b=10)
+    layout["yaxis2"] = dict(title=dict(text="weight / share of rows"), range=[0, 1.02])
+    layout["xaxis2"] = dict(title=dict(text="training step"))
+    fig.update_layout(**layout)
+    fig.update_annotations(font=dict(size=14))
+    fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
+    caption = (
+        "Left: 0 nats is a one-hot row, ln(number of keys) a flat one. Right, solid: the mean "
+        "largest weight; dotted: the share of rows whose largest weight is above 0.99 — rows "
+        "that pass almost no gradient back. The unscaled run starts far more peaked."
+    )
+    return Chart(fig, caption)
+
+
+def gradient_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
+    """Left: mean softmax-Jacobian norm per row. Right: gradient norm reaching W_q and W_k."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.12,
+        subplot_titles=("softmax Jacobian norm (mean per row)", "gradient reaching W_q, W_k"),
+    )
+    for run, (name, colour) in zip((scaled, unscaled), RUNS, strict=True):
+        fig.add_trace(_line(run.jacobian_norm, name, colour), row=1, col=1)
+        fig.add_trace(_line(run.qk_grad_norm, name, colour, show=False), row=1, col=2)
+    layout = line_layout(
+        "How much gradient gets through the softmax", "training step", "‖J‖ (log)", height=420
+    )
+    layout["legend"].update(y=1.16)
+    layout["margin"] = dict(l=10, r=10, t=105, b=10)
+    layout["xaxis2"] = dict(title=dict(text="training step"))
+    layout["yaxis2"] = dict(title=dict(text="‖∂L/∂(W_q, W_k)‖ (log)"))
+    fig.update_layout(**layout)
+    fig.update_annotations(font=dict(size=14))
+    fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
+    fig.update_yaxes(type="log", tickformat=NUM_FMT)
+    caption = (
+        "Left: the size of d softmax / d logits, averaged over rows — near 0 for a one-hot row. "
+        "Right: what actually arrives at the query and key weights. Both axes are logarithmic: "
+        "a step down of one gridline is ten times less signal."
+    )
+    return Chart(fig, caption)
+
+
+def _log_hist(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    counts, _ = np.histogram(np.clip(x, edges[0], edges[-1]), bins=edges)
+    return counts / max(len(x), 1)
+
+
+def row_jacobian_histogram(
+    scaled_norms: Any, unscaled_norms: Any, *, when: str = "at step 0"
+) -> Chart:
+    """Distribution of per-row Jacobian norms for both runs, on a log axis.
+
+    Rows whose norm is exactly 0 or below JAC_FLOOR (fully saturated in float32)
+    are drawn at JAC_FLOOR; the caption counts them.
+    """
+    s, u = (to_numpy(x).ravel() for x in (scaled_norms, unscaled_norms))
+    s, u = (np.maximum(x[np.isfinite(x)], JAC_FLOOR) for x in (s, u))  # diverged rows dropped
+    hi = max(float(s.max(initial=1.0)), float(u.max(initial=1.0)), 1.0)
+    edges = np.logspace(-12, math.log10(hi) + 0.05, 49)
+    centres = np.sqrt(edges[:-1] * edges[1:])
+    fig = go.Figure()
+    for norms, (name, colour) in zip((s, u), RUNS, strict=True):
+        fig.add_trace(
+            go.Bar(
+                x=centres.astype(np.float32),
+                y=_log_hist(norms, edges).astype(np.float32),
+                width=(edges[1:] - edges[:-1]).astype(np.float32),
+                name=name,
+                marker=dict(color=colour, line=dict(width=0)),
+                opacity=0.7,
+                hovertemplate=(
+                    f"{name}<br>‖J‖ ≈ %{{x:{NUM_FMT}}}<br>%{{y:.1%}} of rows<extra></extra>"
+                ),
+            )
+        )
+    layout = line_layout(
+        f"Per-row softmax Jacobian norms {when}",
+        "‖∂softmax/∂logits‖ for one row (log scale)",
+        "share of rows",
+        barmode="overlay",
+    )
+    fig.update_layout(**layout)
+    fig.update_xaxes(type="log", tickformat=NUM_FMT, exponentformat="power")
+    fig.update_yaxes(tickformat=".0%")
+    dead_s, dead_u = (float((x <= 1e-6).mean()) if x.size else 0.0 for x in (s, u))
+    caption = (
+        f"Each bar counts rows of the fixed probe set ({len(s)} examples). Far left are rows "
+        f"whose gradient is effectively gone (‖J‖ ≤ 1e-6): {dead_s:.0%} of the scaled rows, "
+        f"{dead_u:.0%} of the unscaled ones. The rest still pass gradient back — those are "
+        "the rows that can keep the shared W_q and W_k learning."
+    )
+    return Chart(fig, caption)
+
+
+def probe_rows(
+    before: tuple[Any, Any],
+    after: tuple[Any, Any] | None,
+    position: Any,
+    *,
+    rows: int = 10,
+) -> Chart:
+    """Attention rows of the first probe examples: scaled / unscaled × before / after.
+
+    `before` and `after` are (scaled, unscaled) arrays of shape (N, n_pairs); the
+    matching key of each example (`position`) is ringed.
+    """
+    pos = to_numpy(position).astype(np.int64)[:rows]
+    panels = [("scaled — before", before[0]), ("unscaled — before", before[1])]
+    if after is not None:
+        panels += [("scaled — after", after[0]), ("unscaled — after", after[1])]
+    n_cols = 2
+    n_rows = len(panels) // 2
+    fig = make_subplots(
+        rows=n_rows,
+        cols=n_cols,
+        subplot_titles=[p[0] for p in panels],
+        horizontal_spacing=0.06,
+        vertical_spacing=0.16 if n_rows > 1 else 0.1,
+    )
+    for i, (_, w) in enumerate(panels):
+        r, c = i // n_cols + 1, i % n_cols + 1
+        z = to_numpy(w)[:rows]
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                coloraxis="coloraxis",
+                xgap=1,
+                ygap=1,
+                hovertemplate="example %{y}<br>key %{x}<br>weight %{z:.3~g}<extra></extra>",
+            ),
+            row=r,
+            col=c,
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=pos,
+                y=np.arange(len(pos)),
+                mode="markers",
+                marker=dict(symbol="square-open", size=13, color="#FFFFFF", line=dict(width=2.5)),
+                name="the matching key",
+                showlegend=i == 0,
+                hovertemplate="example %{y}: the answer sits at key %{x}<extra></extra>",
+            ),
+            row=r,
+            col=c,
+        )
+        fig.update_yaxes(autorange="reversed", row=r, col=c, title_text="example" if c == 1 else "")
+        fig.update_xaxes(row=r, col=c, title_text="key (pair) position")
+    fig.update_layout(
+        title=dict(
+            text="Where the query looks: probe examples before and after training",
+            x=0.0,
+            xanchor="left",
+            font=dict(size=17),
+        ),
+        coloraxis=dict(
+            colorscale=SEQUENTIAL,
+            cmin=0.0,
+            cmax=1.0,
+            colorbar=dict(title=dict(text="weight"), thickness=14, tickformat=NUM_FMT),
+        ),
+        legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0),
+        font=FONT,
+        height=330 * n_rows + 40,
+        margin=dict(l=10, r=10, t=80, b=10),
+        plot_bgcolor="#FFFFFF",
+    )
+    fig.update_annotations(font=dict(size=14))
+    caption = (
+        "Each row is one example's query looking over its key/value pairs; the white square "
+        "marks the pair that holds the answer. Before training both runs look at random pairs "
+        "— the unscaled rows already bright on one key, the scaled ones spread out."
+    )
+    if after is not None:
+        caption += (
+            " After training, a row that learned the task is bright exactly on its square; a "
+            "bright cell anywhere else is a row locked onto the wrong pair."
+        )
+    return Chart(fig, caption)
+
+
+def found_share(w: Any, position: Any) -> float:
+    """Share of rows whose largest weight sits on the matching key."""
+    w, pos = to_numpy(w), to_numpy(position).astype(np.int64)
+    ok = np.isfinite(w).all(-1)  # rows of a diverged run are NaN: they found nothing
+    return float(((w.argmax(-1) == pos) & ok).mean()) if len(pos) else float("nan")
