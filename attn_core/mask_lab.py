@@ -601,3 +601,40 @@ def causal_cost(
         peak_is_causal=peak_flag,
         peak_mask=peak_mask,
     )
+
+
+# ----------------------------------------------------------------------------- exercises
+EMPTY_ROW_OUTCOMES = ("nan", "zeros", "spread")
+
+
+def empty_row_weights(
+    T: int, fill: str, dtype: torch.dtype, *, logit_size: float = 1.0
+) -> tuple[str, list[float]]:
+    """Causal mask with cell 0-0 flipped, so query 0 may read no key: what plain softmax gives it.
+
+    Returns ("nan" | "zeros" | "spread", row 0's weights as floats). "spread": the row still
+    sums to one, over keys it must not read (a finite fill only shifts the logits).
+    """
+    keep = custom_mask(T, {(0, 0)})[None]  # (1, T, T): row 0 has nothing left
+    q, k, v = demo_qkv(1, T, T)
+    w = apply_fill(q, k, v, keep, fill, dtype, logit_size=logit_size).weights[0, 0].double()
+    if bool(torch.isnan(w).any()):
+        verdict = "nan"
+    elif float(w.abs().max()) < 1e-6:
+        verdict = "zeros"
+    else:
+        verdict = "spread"
+    return verdict, [float(x) for x in w]
+
+
+def broadcast_verdict(B: int, T_q: int, T_k: int, lengths: Sequence[int]) -> tuple[str, int]:
+    """What the bare (B, T_k) padding mask does: ("raises" | "right" | "wrong", rows changed).
+
+    "rows changed" counts (example, query) pairs whose output differs from the correct
+    (B, 1, 1, T_k) mask's; it is 0 unless the call runs.
+    """
+    lab = broadcast_lab(B, T_q, T_k, lengths)
+    if lab.torch_error is not None or lab.diff is None:
+        return "raises", 0
+    changed = int((lab.diff > 1e-9).sum())
+    return ("wrong" if changed else "right"), changed

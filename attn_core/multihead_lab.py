@@ -409,3 +409,26 @@ def tired_cat_one_head(weight_on_cat: float) -> torch.Tensor:
 def tired_cat_two_heads(head1_on_cat: float, head2_on_cat: float) -> torch.Tensor:
     """Two heads, each in its own 2-d slice, concatenated: shape (4,)."""
     return _read(torch.tensor([head1_on_cat, head2_on_cat])).reshape(4)  # [head 1 | head 2]
+
+
+# ----------------------------------------------------------------------------- exercises
+
+
+def heads_to_prune(h: int, seed: int) -> list[int]:
+    """A seeded question: which heads (0-based, sorted) to prune, between 1 and max(1, h/2).
+
+    At most half, so that the naive guess k/h and the real answer (about √(k/h) for
+    heads that write in unrelated directions) are far apart.
+    """
+    g = torch.Generator().manual_seed(_word_seed(f"prune/{h}/{seed}"))
+    k = 1 + int(torch.randint(max(1, h // 2), (1,), generator=g))
+    return sorted(int(j) for j in torch.randperm(h, generator=g)[:k])
+
+
+def distinct_maps(weights: torch.Tensor, tol: float = 1e-6) -> int:
+    """(h, T, T) -> how many different attention maps the heads have (max |Δw| > tol)."""
+    kept: list[torch.Tensor] = []
+    for w in weights:
+        if all(float((w - u).abs().max()) > tol for u in kept):
+            kept.append(w)
+    return len(kept)

@@ -565,3 +565,49 @@ UNTRAINED_VS_TRAINED = (
     "jobs (previous token, a verb's subject, matching brackets). The *Trained heads* page shows "
     "real ones."
 )
+
+# ----------------------------------------------------------------------------- predict, then reveal
+# Templates only: every number in them is filled in by the page from attn_core.
+
+EX_PARAMS_Q = (
+    "One head at d_model = {d_model} has **{p1:,}** parameters in W_q, W_k, W_v and W_o "
+    "(weights and biases, counted on a real layer). Keep d_model and split it into "
+    "**h = {h} heads**. How many parameters does the layer have now?"
+)
+EX_PARAMS_WHY = (
+    "Each projection is still one d_model × d_model matrix: the split into heads happens "
+    "*after* it, when `.view` cuts every {d_model}-number output into {h} slices of "
+    "d_k = {d_k}. Head j simply reads columns of W_q, W_k and W_v that one big head would "
+    "have used anyway, and W_o mixes the same {d_model} numbers back. More heads buy more "
+    "independent distributions per token for free in parameters; what they give up is width "
+    "per head (d_k shrinks as h grows)."
+)
+EX_MQA_Q = (
+    "Multi-query attention: all **{h} query heads** share **one** K and one V projection "
+    "(kv_heads = 1), seed {seed}, {T} tokens. How many *different* attention maps does the "
+    "layer produce?"
+)
+EX_MQA_TRUTH = (
+    "Counted {n} distinct maps; the closest pair of heads still differs by {js:.3g} bits "
+    "(Jensen–Shannon, averaged over queries)."
+)
+EX_MQA_WHY = (
+    "A head's map is softmax(q_j·Kᵀ/√d_k). Sharing K fixes the keys every head compares "
+    "against, but each head keeps its own W_q slice, so each asks its own question of those "
+    "keys and gets its own distribution. What MQA gives up is variety in *what* the heads can "
+    "match on and read out (one K and one V for all), and what it wins is a KV cache {h}× "
+    "smaller. Sharing weights is not the same as sharing attention."
+)
+EX_PRUNE_Q = (
+    "This layer (seed {seed}) has {h} heads. Prune **{heads}** ({k} of {h}) by zeroing "
+    "before W_o. By what percentage does the layer's output move, ‖y_pruned − y‖ / ‖y‖? "
+    "(Answer in %.)"
+)
+EX_PRUNE_WHY = (
+    "Removing {k} of {h} heads removes {share:.0%} of the *terms*, but the output's norm does "
+    "not fall in proportion. Each head writes into the {d_model}-wide output through its own "
+    "block of W_o, and with random weights those {h} contributions point in nearly unrelated "
+    "directions. Lengths of unrelated vectors add like Pythagoras: squared norms add, so "
+    "dropping a fraction k/h of the squared length moves the output by about √(k/h) = "
+    "{root:.0%}. Guessing k/h undercounts every time; a few heads already matter a lot."
+)

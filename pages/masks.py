@@ -12,6 +12,7 @@ from attn_core import (
     FILLS,
     MASK_KINDS,
     apply_fill,
+    batch_lengths,
     broadcast_lab,
     build_mask,
     causal_cost,
@@ -23,8 +24,10 @@ from attn_core import (
     parse_custom,
     parse_lengths,
     replace_fill_error,
+    stored_fill,
     toggle_cell,
 )
+from attn_core.mask_lab import broadcast_verdict, empty_row_weights
 from figures import masks as fig
 from ui.chrome import PLOTLY_CONFIG
 
@@ -122,6 +125,64 @@ def shapes_charts(batch: int, T_q: int, T: int, lengths: tuple, example: int):
 @st.cache_data(max_entries=4, show_spinner=False)
 def cost_view(T: int):
     return causal_cost(T, device=ui.device())
+
+
+# ----------------------------------------------------------------------------- predict, then reveal
+# Truths come from attn_core for the instance the sidebar picks (T, fill, precision, logit size,
+# T_q, lengths); each exercise key holds all of them, so a new instance starts unrevealed.
+@st.cache_data(max_entries=32, show_spinner=False)
+def empty_row_truth(T: int, fill: str, dtype: str, logit_size: float) -> tuple[str, list]:
+    return empty_row_weights(T, fill, DTYPES[dtype], logit_size=logit_size)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def broadcast_truth(n: int, T: int, lengths: tuple) -> tuple[str, int]:
+    return broadcast_verdict(n, n, T, lengths)
+
+
+def empty_row_exercise(c: dict) -> None:
+    T, fill, dtype, size = c["T"], c["fill"], c["dtype"], c["logit_size"]
+    verdict, row = empty_row_truth(T, fill, dtype, size)
+    choices = dict(zip(("nan", "zeros", "spread"), EMPTY_CHOICES, strict=True))
+    shown = ", ".join(f"{x:.3g}" for x in row[:8]) + (", …" if len(row) > 8 else "")
+    ui.predict_choice(
+        f"mask-empty-{T}-{fill}-{dtype}-{size:g}",
+        EMPTY_Q.format(T=T, fill=fill, dtype=dtype, size=f"{size:g}"),
+        list(choices.values()),
+        choices[verdict],
+        EMPTY_WHY,
+        truth=f"Row 0 came out [{shown}]; {fill} is stored as "
+        f"{fig.fmt_value(stored_fill(fill, DTYPES[dtype]))} in {dtype}.",
+    )
+
+
+def broadcast_exercises(c: dict) -> None:
+    n, T = c["T_q"], c["T"]
+    lengths = batch_lengths(c["lengths"], n, T)  # what the batch of n examples holds
+    verdict, wrong = broadcast_truth(n, T, c["lengths"])
+    choices = dict(zip(("raises", "right", "wrong"), BCAST_CHOICES, strict=True))
+    case = f"{n}-{T}-{'.'.join(map(str, c['lengths']))}"
+    setting = BCAST_SETTING.format(n=n, T=T, lengths=", ".join(map(str, lengths)))
+    ui.predict_choice(
+        f"mask-bcast-{case}",
+        setting + " Run the line above. What happens?",
+        list(choices.values()),
+        choices[verdict],
+        BCAST_WHY,
+        truth=BCAST_TRUTH[verdict],
+    )
+    ui.predict_number(
+        f"mask-wrong-{case}",
+        setting + f" Of the {n} × {n} = {n * n} (example, query row) pairs, how many come "
+        "out different from the correct (B, 1, 1, T_k) mask?",
+        wrong,
+        WRONG_WHY,
+        abs_tol=0.5,
+        rel_tol=0.0,
+        fmt="{:.0f}",
+        lo=0.0,
+        hi=float(n * n),
+    )
 
 
 def flip_cell(grid_key: str, T: int) -> None:
@@ -240,6 +301,7 @@ def fill_section(c: dict, m: dict) -> None:
             icon=":material/error:",
         )
     ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
+    empty_row_exercise(c)
     ui.try_this(TRY_FILL)
 
 
@@ -255,6 +317,7 @@ def shapes_section(c: dict) -> None:
         ui.show(cross)
     st.subheader("4 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
     st.code(BUG_CODE, language="python")
+    broadcast_exercises(c)
     if torch_error:
         st.error(
             f"B = {B} ≠ T_q = {T_q}, so PyTorch refuses — the lucky case.\n\n"
@@ -375,6 +438,54 @@ COST = (
     "Both hand PyTorch's fused attention the same causal structure. The flag lets the kernel "
     "skip the upper triangle without reading anything; the mask is a T × T tensor it must build "
     "and read ({mib:.3g} MiB of booleans at T = {T}, every call)."
+)
+EMPTY_Q = (
+    "Take the causal mask at T = {T} and flip cell `0-0` (a custom mask): query 0 now may read "
+    "**no key at all**. With this page's fill **{fill}** in **{dtype}** (logit size {size}), "
+    "what does the plain softmax give row 0?"
+)
+EMPTY_CHOICES = (
+    "NaN in every entry",
+    "All zeros: the row reads nothing",
+    "Weights that still add up to 1, on keys it must not read",
+)
+EMPTY_WHY = (
+    "Softmax divides each exp by the row's total. If every logit is −∞, every exp is 0 and the "
+    "row is 0/0 — NaN (torch.softmax first subtracts the row's maximum, and −∞ − (−∞) is "
+    "already NaN). A finite fill cannot empty a row: it lowers every logit of the row by the "
+    "same amount, and softmax ignores a shift shared by the whole row, so the weights land on "
+    "the very keys the mask forbids (evenly, when the fill swamps the scores in rounding). A "
+    "finite fill that overflows to −∞ in this precision behaves like −∞. Zeros never come out "
+    "of softmax by itself: they need code that spots empty rows, as attn_core's safe path does."
+)
+BCAST_SETTING = (
+    "Suppose **B = T_q = {n}**, T_k = {T}, key lengths {lengths} (the sidebar's lengths, "
+    "repeated and clipped to T), and the bare (B, T_k) mask goes into `masked_fill`."
+)
+BCAST_CHOICES = (
+    "It raises a shape error",
+    "It runs and masks every example correctly",
+    "It runs without a word, but query rows get another example's padding",
+)
+BCAST_TRUTH = {
+    "raises": "On these shapes PyTorch raised a RuntimeError.",
+    "right": "On these shapes no error was raised, and every output matched the correct mask.",
+    "wrong": "On these shapes no error was raised, and some outputs differ from the correct mask.",
+}
+BCAST_WHY = (
+    "Broadcasting compares shapes from the **last** axis backwards. (B, T_k) against "
+    "(B, h, T_q, T_k) pairs T_k with T_k and then B with T_q; the missing leading axes become "
+    "1. When B and T_q differ (and B is not 1) that pairing fails loudly. When they are equal it "
+    "fits, so PyTorch has no reason to complain, and example i's padding is applied to query "
+    "row i of *every* example. Only when all lengths in the batch are equal, or B = 1, does the "
+    "wrong reading happen to give the right mask."
+)
+WRONG_WHY = (
+    "The bare mask is read as (1, 1, B, T_k): query row i of example b is masked with example "
+    "i's padding instead of example b's. That pair comes out right only if examples i and b "
+    "happen to have the same length. So count, over all n × n pairs, those whose two lengths "
+    "differ; a batch of equal lengths hides the bug completely, which is why tidy test batches "
+    "never catch it."
 )
 EXPLAIN_FILL = (
     "exp(−∞) is exactly 0, so a −∞ logit gets exactly zero weight in any precision. The one "

@@ -1,6 +1,10 @@
 """Multi-head: why run attention h times in parallel, what the reshape does, what heads cost."""
 
+import math
+import zlib
+
 import streamlit as st
+import torch
 
 import ui
 from attn_core import (
@@ -29,6 +33,7 @@ from attn_core import (
     tired_cat_two_heads,
     valid_head_counts,
 )
+from attn_core.multihead_lab import distinct_maps, heads_to_prune
 from figures import multi_head as fg
 
 FILE = "pages/multi-head.py"
@@ -83,6 +88,96 @@ def cost_view(d_model: int, heads: int, kv_heads: int, T: int) -> tuple:
     counts = [(h, count_parameters(d_model, h)) for h in sorted({1, heads})]
     kv = fg.kv_table_md(kv_table(d_model, heads, kv_heads), heads, kv_heads, format_bytes)
     return fg.params_table_md(d_model, counts), kv, reshape_walkthrough(1, T, d_model, heads)
+
+
+# ----------------------------------------------------------------------------- predict, then reveal
+# Each truth is computed by attn_core for the instance the controls pick; the exercise key
+# holds every value that defines it, so a new instance starts unrevealed.
+
+
+def instance_id(key: tuple) -> str:
+    d_model, heads, kv_heads, words, T, seed = key
+    return f"{d_model}-{heads}-{kv_heads}-{T}-{seed}-{zlib.crc32(' '.join(words).encode())}"
+
+
+def split_heads(d_model: int, heads: int) -> int:
+    """The h an exercise asks about: the page's own, or 8-ish when the page shows one head."""
+    return heads if heads > 1 else nearest_valid_heads(8, d_model)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def params_truth(d_model: int, h: int) -> tuple[int, int]:
+    return count_parameters(d_model, 1)["total"], count_parameters(d_model, h)["total"]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def mqa_truth(d_model: int, h: int, words: tuple[str, ...], T: int, seed: int) -> tuple:
+    """(distinct maps, smallest JS between two heads) for an MQA layer on the page's input."""
+    x = embed_words_fixed(list(words), d_model) if words else random_tokens(T, d_model, seed)
+    w = run_heads(x, seeded_mha(d_model, h, 1, seed)).weights  # (h, T, T)
+    js = head_diversity(w)  # (h, h)
+    off = js[~torch.eye(h, dtype=torch.bool)]
+    return distinct_maps(w), float(off.min()) if h > 1 else 0.0
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def prune_truth(key: tuple, pruned: tuple[int, ...]) -> float:
+    """Relative output change, in %, with the given heads (0-based) pruned."""
+    L = lab(*key)
+    return 100 * output_change(L["run"].output, pruned_forward(L["x"], L["m"], list(pruned)))[0]
+
+
+def params_exercise(d_model: int, heads: int) -> None:
+    h = split_heads(d_model, heads)
+    p1, ph = params_truth(d_model, h)
+    options = {f"{h}× as many: {p1 * h:,}": p1 * h, f"The same: {p1:,}": p1,
+               f"{h}× fewer: about {p1 // h:,}": p1 // h}  # fmt: skip
+    correct = min(options, key=lambda c: abs(options[c] - ph))  # the one that matches the count
+    ui.predict_choice(
+        f"mh-params-{d_model}-{h}",
+        fg.EX_PARAMS_Q.format(d_model=d_model, p1=p1, h=h),
+        list(options),
+        correct,
+        fg.EX_PARAMS_WHY.format(d_model=d_model, h=h, d_k=d_model // h),
+        truth=f"Counted on a real {h}-head layer: {ph:,} parameters.",
+    )
+
+
+def mqa_exercise(key: tuple) -> None:
+    d_model, heads, _, words, T, seed = key
+    h = split_heads(d_model, heads)
+    n, js = mqa_truth(d_model, h, words, T, seed)
+    one, every, between = (
+        "1 — with one shared K and V they must all attend alike",
+        f"{h} — every query head still has its own map",
+        "Somewhere in between: heads collapse into groups",
+    )
+    ui.predict_choice(
+        f"mh-mqa-{h}-{instance_id(key)}",
+        fg.EX_MQA_Q.format(h=h, seed=seed, T=T),
+        [one, every, between],
+        one if n == 1 else every if n == h else between,
+        fg.EX_MQA_WHY.format(h=h),
+        truth=fg.EX_MQA_TRUTH.format(n=n, js=js),
+    )
+
+
+def prune_exercise(key: tuple) -> None:
+    d_model, heads, _, _, _, seed = key
+    pruned = heads_to_prune(heads, seed)  # 0-based
+    k = len(pruned)
+    names = ("heads " if k > 1 else "head ") + ", ".join(str(j + 1) for j in pruned)
+    ui.predict_number(
+        f"mh-prune-{instance_id(key)}",
+        fg.EX_PRUNE_Q.format(seed=seed, h=heads, heads=names, k=k),
+        prune_truth(key, tuple(pruned)),
+        fg.EX_PRUNE_WHY.format(k=k, h=heads, share=k / heads, d_model=d_model,
+                               root=math.sqrt(k / heads)),
+        rel_tol=0.12,
+        abs_tol=6.0,
+        fmt="{:.0f} %",
+        lo=0.0,
+    )  # fmt: skip
 
 
 def heads_control(d_model: int) -> int:
@@ -257,6 +352,7 @@ def run() -> None:
     reshape_section(walk)
 
     st.subheader("What heads cost")
+    params_exercise(d_model, heads)
     st.markdown(params_md)
     st.caption(fg.PARAMS_NOTE)
     st.markdown(kv_md)
@@ -266,7 +362,9 @@ def run() -> None:
 
     st.subheader("Are the heads different? Diversity and pruning")
     ui.show(L["diversity"])
+    mqa_exercise(key)
     pruning_section(key, heads)
+    prune_exercise(key)
     ui.try_this(fg.TRY_PRUNE)
     ui.explain("Untrained heads versus trained heads", fg.UNTRAINED_VS_TRAINED)
     with notes:
