@@ -403,3 +403,97 @@ def dropout_stats(
         survivor_scale=1.0 / (1.0 - p) if training else 1.0,
         zeroed_fraction=float((w[0] == 0).double().mean()),
     )
+
+
+# ---------------------------------------------------------------- check yourself
+
+
+@dataclass(frozen=True)
+class ShiftOrScale:
+    """What adding c to every score, and multiplying every score by c, do to the weights."""
+
+    c: float
+    weights: torch.Tensor  # (T,) softmax(s)
+    added: torch.Tensor  # (T,) softmax(s + c)
+    multiplied: torch.Tensor  # (T,) softmax(c · s), i.e. temperature 1 / c
+    add_change: float  # largest |Δ weight| from adding
+    mul_change: float  # largest |Δ weight| from multiplying
+
+
+def shift_or_scale(scores: torch.Tensor, c: float) -> ShiftOrScale:
+    """Compare a shift by c with a scaling by c (c > 0) on one row of scores."""
+    if not c > 0:
+        raise ValueError(f"c must be positive; got {c}")
+    s = scores.to(F64)  # (T,)
+    w, w_add = shifted_weights(s, c)
+    w_mul = temperature_sweep(s, torch.tensor([1.0 / c], dtype=F64)).weights[0]  # (T,)
+    return ShiftOrScale(
+        c=c,
+        weights=w,
+        added=w_add,
+        multiplied=w_mul,
+        add_change=float((w_add - w).abs().max()),
+        mul_change=float((w_mul - w).abs().max()),
+    )
+
+
+@dataclass(frozen=True)
+class SoftmaxQuiz:
+    """One seed's numbers for the page's "predict, then reveal" questions."""
+
+    c: float  # added to, and multiplied into, the worked example's scores
+    scores: list[float]  # three scores for the naive-softmax question
+    dtype: str  # the precision that question runs in
+    dropout_p: float  # the dropout question's p
+
+
+def softmax_quiz(seed: int) -> SoftmaxQuiz:
+    """Draw the questions' numbers from `seed`: a new seed, a new set of questions."""
+    rng = torch.Generator().manual_seed(int(seed) + 7919)  # apart from the stability draw
+    c = (2.0, 3.0, 5.0, 10.0)[int(torch.randint(4, (1,), generator=rng))]
+    p = (0.2, 0.3, 0.4, 0.5, 0.6)[int(torch.randint(5, (1,), generator=rng))]
+    scores, dtype = stability_instance(seed)
+    return SoftmaxQuiz(c=c, scores=scores, dtype=dtype, dropout_p=p)
+
+
+def stability_instance(seed: int) -> tuple[list[float], str]:
+    """Three scores, one apart, and a precision: a naive-softmax question drawn from `seed`.
+
+    The top score lands 1 to 4 units above or below one of the precision's two
+    edges (where e^x overflows, where it underflows to 0), or safely inside the
+    band, so no score sits where rounding alone could decide the outcome.
+    """
+    rng = torch.Generator().manual_seed(int(seed))
+
+    def pick(n: int) -> int:
+        return int(torch.randint(n, (1,), generator=rng))
+
+    def uniform(lo: float, hi: float) -> float:
+        return lo + (hi - lo) * float(torch.rand(1, generator=rng, dtype=F64))
+
+    dtype = ("float16", "bfloat16", "float32")[pick(3)]
+    lim = exp_limits(dtype)
+    case = pick(4)
+    if case == 0:  # just past the overflow edge
+        top = lim.overflow_at + uniform(1, 4)
+    elif case == 1:  # just below it: huge e^s, but still finite (the sum too)
+        top = lim.overflow_at - uniform(1, 4)
+    elif case == 2:  # below the underflow edge: every e^s is 0
+        top = lim.underflow_at - uniform(1, 4)
+    else:  # comfortably above it, where e^x is a normal, precise number
+        top = lim.underflow_at + uniform(9, 12)
+    top = round(top, 1)
+    return [round(top - 2, 1), round(top - 1, 1), top], dtype
+
+
+def naive_outcome(demo: StabilityDemo, tol: float = 0.01) -> str:
+    """'works' (naive weights match the stable ones), 'overflow' or 'underflow'."""
+    naive, stable = demo.naive, demo.stable
+    if (
+        all(math.isfinite(x) for x in naive)
+        and max(abs(a - b) for a, b in zip(naive, stable, strict=True)) < tol
+    ):
+        return "works"
+    if any(math.isinf(x) for x in demo.naive_exp) or demo.logsumexp > demo.limits.overflow_at:
+        return "overflow"
+    return "underflow"

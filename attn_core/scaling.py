@@ -297,3 +297,43 @@ def first_exact_zero(gaps, values) -> float | None:
         return None
     last = int(nonzero[-1]) if nonzero.numel() else -1
     return None if last + 1 >= len(v) else float(g[last + 1])
+
+
+# ---------------------------------------------------------------- check yourself
+
+# The page's "predict, then reveal" questions ask about one head size, picked by
+# the seed so that a new seed gives a new question; seed 0 asks the lesson's 256.
+EXERCISE_DKS: tuple[int, ...] = (256, 64, 1024, 128, 512)
+
+
+def exercise_d_k(seed: int) -> int:
+    """The head size the exercises ask about for this seed (always one of DK_SWEEP)."""
+    return EXERCISE_DKS[seed % len(EXERCISE_DKS)]
+
+
+def row_median(x: torch.Tensor) -> float:
+    """The median over rows, halfway between the two middle ones for an even count.
+
+    (torch.median would return the lower of the two; the page's metrics use this one.)
+    """
+    return float(torch.quantile(x.detach().double().cpu().flatten(), 0.5))
+
+
+def top_two_gap(logits: torch.Tensor) -> torch.Tensor:
+    """How far each row's winner leads its runner-up. (..., T) -> (...) float64.
+
+    The two largest logits bound how one-hot a row can be: the winner's weight
+    is at most 1 / (1 + e^-gap), whatever the other keys do.
+    """
+    top2 = logits.double().topk(2, dim=-1).values  # (..., 2), largest first
+    return top2[..., 0] - top2[..., 1]
+
+
+def median_ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> float:
+    """Median of one over median of the other (rows); inf when the latter is exactly 0.
+
+    The page's exercise compares the median row's Jacobian norm with and
+    without ÷√d_k; in float16 a saturated row's norm can be exactly 0.
+    """
+    a, b = row_median(numerator), row_median(denominator)
+    return math.inf if b == 0 else a / b

@@ -770,3 +770,103 @@ weights start random and d_k is fixed by the architecture. The model does not be
 over time: it starts saturated, its attention gradients start near zero, and the loss flattens
 almost at once. That is why forgetting the ÷√d_k shows up as a run that never takes off.
 """
+
+
+# ---------------------------------------------------------------- check yourself
+# Questions and explanations for the page's "predict, then reveal" exercises. Every
+# number in them is computed by the page with attn_core and passed in.
+
+INIT_WORDS = {
+    "gaussian": "independent N(0, 1) components",
+    "layernorm": "LayerNorm-style components (each vector centred and scaled to unit variance)",
+}
+JACOBIAN_DROPS = (
+    "Less than 3× smaller (or even larger)",
+    "3× to 30× smaller",
+    "30× to 1,000× smaller",
+    "More than 1,000× smaller",
+)
+JACOBIAN_DROP_EDGES = (3.0, 30.0, 1000.0)
+
+
+def jacobian_drop_label(ratio: float) -> str:
+    """The choice among JACOBIAN_DROPS that a scaled / unscaled ratio falls into."""
+    return JACOBIAN_DROPS[sum(ratio >= edge for edge in JACOBIAN_DROP_EDGES)]
+
+
+def sd_question(d_k: int, init: str, seed: int) -> str:
+    return (
+        f"Draw a query q and a key k with d_k = **{d_k}** and {INIT_WORDS[init]} (seed {seed}). "
+        "**Before** any division by √d_k, what is the standard deviation of q·k over many "
+        "such pairs?"
+    )
+
+
+def sd_why(d_k: int, init: str, sd: float, n: int) -> str:
+    text = (
+        f"q·k is a sum of {d_k} products q_i·k_i. Each product has mean 0 and variance 1, and "
+        f"the variances of independent terms add up, so Var(q·k) = {d_k} and the spread is "
+        f"√{d_k} ≈ {math.sqrt(d_k):.3g}. The usual wrong guesses are 1 (the spread of one "
+        f"component) and {d_k} (the variance, not its square root). Measured on {n:,} sampled "
+        f"pairs: **{sd:.3g}**. Dividing by √d_k is precisely what brings it back to 1."
+    )
+    if init == "layernorm":
+        var = d_k * d_k / (d_k - 1)
+        text += (
+            " With LayerNorm-style vectors the components are tied together (they sum to 0), "
+            f"which lifts the variance slightly, to d_k²/(d_k − 1) ≈ {var:.4g} (SD "
+            f"{math.sqrt(var):.3g})."
+        )
+    return text
+
+
+def max_weight_question(d_k: int, T: int, seed: int, dtype: str) -> str:
+    return (
+        f"Take a sequence of T = {T} random tokens (seed {seed}) with d_k = **{d_k}**, and "
+        f"switch the division by √d_k **off** (temperature 1, {dtype}). In a typical row (the "
+        "median over the rows), how large is the biggest attention weight?"
+    )
+
+
+def max_weight_why(d_k: int, T: int, gap: float, scaled_max: float) -> str:
+    ratio = math.exp(min(gap, 700.0))
+    return (
+        f"Unscaled, the logits spread about √{d_k} ≈ {math.sqrt(d_k):.3g} around 0. Among "
+        f"{T} numbers that spread out, the winner of a row usually leads the runner-up by "
+        f"several units — the median lead in this sequence is {gap:.3g} — and softmax turns a "
+        f"lead of g into a weight ratio of e^g (here about {ratio:.3g} to 1). So a row is "
+        "nearly one-hot on the very first forward pass, before any training. With ÷√d_k the "
+        f"same tokens give a typical largest weight of only **{scaled_max:.3g}**: attention "
+        "starts spread over several keys, which is where an untrained layer should start."
+    )
+
+
+def jacobian_question(d_k: int, T: int, seed: int, dtype: str, scaled_norm: float) -> str:
+    return (
+        f"Same tokens (d_k = {d_k}, T = {T}, seed {seed}, {dtype}). A row's Jacobian norm "
+        "measures how much its weights move when its logits move — how much gradient can pass "
+        f"through. With ÷√d_k the median row's norm is {scaled_norm:.3g}. Switch the scaling "
+        "**off**: how much smaller does the median row's norm get?"
+    )
+
+
+def jacobian_truth(unscaled_norm: float, ratio: float, dtype: str) -> str:
+    if unscaled_norm == 0:
+        return f"Unscaled, the median row's norm is exactly 0 in {dtype}: the weights rounded."
+    if ratio < 1:
+        return f"Unscaled, the median row's norm is {unscaled_norm:.3g}, {1 / ratio:.3g}× larger."
+    return f"Unscaled, the median row's norm is {unscaled_norm:.3g}, {ratio:.3g}× smaller."
+
+
+def jacobian_why(saturated_off: float, saturated_on: float) -> str:
+    return (
+        "A row's Jacobian diag(α) − ααᵀ is built from products of a weight with another weight "
+        "or with one minus itself. In a nearly one-hot row one factor of every such product is "
+        "close to 0, so each entry shrinks roughly like e^(−lead): every extra unit by which "
+        "the winner leads costs another factor of e ≈ 2.7 in gradient. Most students expect "
+        "a few times smaller; the exponential makes it far more whenever the rows saturate. In "
+        f"this sequence {saturated_off:.0%} of the unscaled rows are saturated (largest weight "
+        f"above 0.99), against {saturated_on:.0%} with scaling. The forward pass still looks "
+        "harmless — a weighted average, only a sharp one — but the backward pass has almost "
+        "nothing to send to W_Q and W_K, so the layer cannot learn where to look."
+    )

@@ -509,3 +509,118 @@ def row_sums_chart(stats, training: bool) -> Chart:
     else:
         caption = "In eval mode dropout is off: every bar reaches exactly the dashed line at 1."
     return Chart(go.Figure(traces, layout), caption)
+
+
+# ---------------------------------------------------------------- check yourself
+# Questions and explanations for the page's "predict, then reveal" exercises. Every
+# number in them is computed by the page with attn_core and passed in.
+
+SHIFT_OR_SCALE = ("Only adding c", "Only multiplying by c", "Both", "Neither")
+NAIVE_OUTCOMES = {
+    "works": "Finite weights, the same as the stable softmax gives",
+    "overflow": "NaN: some e^s overflows to inf, and inf ÷ inf is NaN",
+    "underflow": "NaN: every e^s underflows to 0, and 0 ÷ 0 is NaN",
+}
+
+
+def _list(xs, digits: int = 3) -> str:
+    return "[" + ", ".join(fmt(float(x), digits) for x in xs) + "]"
+
+
+def shift_or_scale_answer(add_change: float, mul_change: float, tol: float = 1e-9) -> str:
+    """The choice among SHIFT_OR_SCALE that the computed changes point to."""
+    return {
+        (True, False): "Only adding c",
+        (False, True): "Only multiplying by c",
+        (True, True): "Both",
+        (False, False): "Neither",
+    }[(add_change > tol, mul_change > tol)]
+
+
+def shift_or_scale_question(names, scores, c: float) -> str:
+    pairs = ", ".join(f"{n}: {s:.3g}" for n, s in zip(names, scores, strict=True))
+    return (
+        f"The scores of your worked example (section 1) are {pairs}. Which of these changes "
+        f"the attention weights: **adding c = {c:g}** to every score, or **multiplying** every "
+        f"score by c = {c:g}?"
+    )
+
+
+def shift_or_scale_truth(r) -> str:
+    top = int(np.argmax(to_numpy(r.weights)))
+    return (
+        f"Largest change in any weight: {r.add_change:.1e} from adding, {r.mul_change:.3g} from "
+        f"multiplying (the largest weight goes from {float(r.weights[top]):.3f} to "
+        f"{float(r.multiplied[top]):.3f})."
+    )
+
+
+def shift_or_scale_why(c: float) -> str:
+    return (
+        f"Adding c multiplies every e^s by the same factor e^c, which cancels between each "
+        "numerator and the sum: softmax only sees the *gaps* between scores, and a shift leaves "
+        f"every gap as it was. Multiplying by c stretches every gap {c:g}-fold — exactly a "
+        f"temperature of τ = 1/c = {1 / c:.3g} — so the weights sharpen toward the largest "
+        "score. (If all the scores are equal there is no gap to stretch, and neither changes "
+        "anything.) This is why the √d_k correction is a division: only a change of scale "
+        "decides how peaked attention is; a change of level never does."
+    )
+
+
+def stability_question(scores, dtype: str) -> str:
+    return (
+        f"In **{dtype}**, a naive softmax — `exp(s) / exp(s).sum()`, without subtracting the "
+        f"largest score first — is given the scores s = {_list(scores, 4)}. What comes out?"
+    )
+
+
+def stability_truth(demo, asked) -> str:
+    stored = ""
+    if any(abs(a - b) > 1e-3 for a, b in zip(demo.scores, asked, strict=True)):  # not float32's
+        stored = f" ({demo.limits.dtype} stores the scores as {_list(demo.scores, 5)}.)"
+    return (
+        f"Computed in {demo.limits.dtype}: naive weights {_list(demo.naive)}, stable weights "
+        f"{_list(demo.stable)}.{stored}"
+    )
+
+
+def stability_why(demo, outcome: str) -> str:
+    lim, top = demo.limits, max(demo.scores)
+    situation = {
+        "works": f"The largest score, {top:g}, lies inside that band, so every e^s and their "
+        "sum can be stored and the shortcut happens to work — a few units further out and it "
+        "would not.",
+        "overflow": f"The largest score, {top:g}, is above the top edge, so its e^s is stored "
+        "as inf, the sum is inf too, and inf ÷ inf is NaN.",
+        "underflow": f"Even the largest score, {top:g}, is below the bottom edge, so every "
+        "e^s rounds to 0 and the division is 0 ÷ 0 = NaN.",
+    }[outcome]
+    return (
+        f"In {lim.dtype}, e^x is a finite, non-zero number only for x between about "
+        f"{lim.underflow_at:.1f} and {lim.overflow_at:.1f}. {situation} The band is set by the "
+        "format's exponent bits: float16 has only 5, so its band is narrow; bfloat16 keeps "
+        "float32's 8 and with them float32's range (but far fewer significant digits). The "
+        "stable version subtracts the largest score first, so its exponents here are −2, −1 "
+        "and 0, always inside the band, whatever the level of the scores."
+    )
+
+
+def dropout_question(p: float) -> str:
+    return (
+        f"Attention dropout with **p = {p:g}**, in training mode. Averaged over many random "
+        "draws, what does one row of the weights add up to after dropout?"
+    )
+
+
+def dropout_why(p: float, stats) -> str:
+    sums = to_numpy(stats.sample_row_sums)
+    return (
+        f"Each weight survives with probability 1 − p = {1 - p:g}, and a survivor is "
+        f"multiplied by 1/(1 − p) = {1 / (1 - p):.3g}, so on average it is unchanged: "
+        f"{1 - p:g} × {1 / (1 - p):.3g} = 1. Rows therefore add up to 1 on average — "
+        f"{float(to_numpy(stats.mean_row_sums).mean()):.3f} over these {stats.n_samples:,} "
+        f"draws — but not in any single draw: in the first one they range from "
+        f"{float(sums.min()):.3f} to {float(sums.max()):.3f}. The tempting answer, "
+        f"1 − p = {1 - p:g}, forgets that the survivors are scaled up; that scaling is what "
+        "lets the same model run without dropout at evaluation time."
+    )

@@ -25,6 +25,7 @@ from attn_core import (
     two_key_gradient_in,
     variance_sweep,
 )
+from attn_core.scaling import exercise_d_k, median_ratio, row_median, top_two_gap
 from ui.controls import log_values
 
 FILE = "pages/scaling.py"
@@ -177,6 +178,62 @@ def two_key_chart(dtype, typical_gap):
     )
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def check_numbers(tokens, init, seed, dtype):
+    """Everything the "check yourself" questions reveal, for the seed's d_k, as plain floats."""
+    d_k = exercise_d_k(seed)
+    raw = sweep_scores(init, seed)[d_k]  # (n_seq, T, T) q·k before any scaling, float64
+    kw = dict(init=init, seed=seed, dtype=parse_dtype(dtype), device=ui.device())
+    on = scaling_sample(tokens, d_k, scaled=True, **kw)
+    off = scaling_sample(tokens, d_k, scaled=False, **kw)
+    return dict(
+        d_k=d_k,
+        sd=float(raw.std()),
+        n_pairs=raw.numel(),
+        max_on=row_median(on.max_weight),
+        max_off=row_median(off.max_weight),
+        gap_off=row_median(top_two_gap(off.logits)),
+        norm_on=row_median(on.jacobian_norm),
+        norm_off=row_median(off.jacobian_norm),
+        drop=median_ratio(on.jacobian_norm, off.jacobian_norm),
+        saturated_on=float((on.max_weight > SATURATION).double().mean()),
+        saturated_off=float((off.max_weight > SATURATION).double().mean()),
+    )
+
+
+def check_yourself(tokens, init, seed, dtype):
+    """Predict, then reveal: three questions about the seed's d_k, answered by attn_core."""
+    c = check_numbers(tokens, init, seed, dtype)
+    d_k, inst = c["d_k"], f"{seed}-{tokens}-{init}-{dtype}"
+    ui.predict_number(
+        f"scaling-sd-{seed}-{init}",
+        fs.sd_question(d_k, init, seed),
+        c["sd"],
+        fs.sd_why(d_k, init, c["sd"], c["n_pairs"]),
+        rel_tol=0.15,
+        lo=0.0,
+    )
+    ui.predict_number(
+        f"scaling-max-{inst}",
+        fs.max_weight_question(d_k, tokens, seed, dtype),
+        c["max_off"],
+        fs.max_weight_why(d_k, tokens, c["gap_off"], c["max_on"]),
+        rel_tol=0.0,
+        abs_tol=0.05,
+        fmt="{:.4g}",
+        lo=0.0,
+        hi=1.0,
+    )
+    ui.predict_choice(
+        f"scaling-jac-{inst}",
+        fs.jacobian_question(d_k, tokens, seed, dtype, c["norm_on"]),
+        fs.JACOBIAN_DROPS,
+        fs.jacobian_drop_label(c["drop"]),
+        fs.jacobian_why(c["saturated_off"], c["saturated_on"]),
+        truth=fs.jacobian_truth(c["norm_off"], c["drop"], dtype),
+    )
+
+
 @st.fragment
 def jacobian_section(setting):
     """Its own fragment: moving the row slider redraws only these two charts."""
@@ -261,6 +318,10 @@ def run() -> None:
     st.subheader("6 · Two keys, in numbers")
     ui.show(two_key_chart(dtype, typical_gap))
     ui.explain("Why this happens at initialisation", fs.AT_INIT)
+
+    st.subheader("7 · Check yourself")
+    st.caption("Commit to an answer, then reveal the computed one. A new seed asks new questions.")
+    check_yourself(tokens, init, seed, dtype)
     ui.prev_next(FILE)
 
 

@@ -24,6 +24,7 @@ from attn_core import (
     sum_normalised_steps,
     temperature_sweep,
 )
+from attn_core.mixing import naive_outcome, shift_or_scale, softmax_quiz
 from figures import softmax as fs
 
 FILE = "pages/softmax.py"
@@ -236,6 +237,52 @@ def section_dropout() -> None:
         ui.show(fs.row_sums_chart(d, mode == "train"))
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def quiz_stability(scores: tuple, dtype: str):
+    """The naive-softmax question's answer: run on the CPU, where every dtype exists."""
+    demo = stability_demo(list(scores), dtype, "cpu")
+    return demo, naive_outcome(demo)
+
+
+@st.fragment
+def section_check(names: list, scores: tuple) -> None:
+    st.subheader("6 · Check yourself")
+    left, right = st.columns([1, 3], gap="large", vertical_alignment="bottom")
+    with left:
+        quiz = ui.number("quiz", "Question seed", 0, 9999, 0)
+    right.caption("Commit to an answer, then reveal the computed one. A new seed, new numbers.")
+    z = softmax_quiz(quiz)
+    r = shift_or_scale(torch.tensor(scores, dtype=torch.float64), z.c)
+    instance = "_".join(f"{s:.6g}" for s in scores)
+    ui.predict_choice(
+        f"softmax-scale-{quiz}-{instance}",
+        fs.shift_or_scale_question(names, scores, z.c),
+        fs.SHIFT_OR_SCALE,
+        fs.shift_or_scale_answer(r.add_change, r.mul_change),
+        fs.shift_or_scale_why(z.c),
+        truth=fs.shift_or_scale_truth(r),
+    )
+    demo, outcome = quiz_stability(tuple(z.scores), z.dtype)
+    ui.predict_choice(
+        f"softmax-naive-{quiz}",
+        fs.stability_question(z.scores, z.dtype),
+        list(fs.NAIVE_OUTCOMES.values()),
+        fs.NAIVE_OUTCOMES[outcome],
+        fs.stability_why(demo, outcome),
+        truth=fs.stability_truth(demo, z.scores),
+    )
+    d = dropout(z.dropout_p, True, quiz)
+    ui.predict_number(
+        f"softmax-dropout-{quiz}",
+        fs.dropout_question(z.dropout_p),
+        float(d.mean_row_sums.mean()),
+        fs.dropout_why(z.dropout_p, d),
+        rel_tol=0.0,
+        abs_tol=0.05,
+        lo=0.0,
+    )
+
+
 def run() -> None:
     ui.page_header(
         FILE,
@@ -366,6 +413,7 @@ def run() -> None:
         "it means a check that every row sums to 1 fails at random in training mode. Run it "
         "under `model.eval()` (or with dropout p = 0), where dropout is switched off.",
     )
+    section_check(names, scores)
     with notes:
         ui.show_notes()
     ui.prev_next(FILE)
