@@ -132,6 +132,29 @@ def repeated_positions(tokens: torch.Tensor) -> torch.Tensor:
     return (induction_targets(tokens) >= 0)[..., :-1]
 
 
+def induction_probe(tokens: torch.Tensor) -> tuple[int, int] | None:
+    """(i, j): a position i for asking "where does an induction head look from here?".
+
+    i is the first position whose token has appeared exactly once before, at j >= 1,
+    such that i - 1, i, j and j + 1 are four different positions: the token just
+    before i, i itself, the earlier copy and the token that followed the copy can
+    then not be mistaken for one another. (Position 0 is skipped as the copy because
+    heads with nothing to do often park their weight there.) None when no position
+    qualifies, e.g. for a block of two tokens repeated (a b a b …), where the token
+    before i is always the one that followed the earlier copy.
+    """
+    t = tokens.tolist()  # (T,)
+    for i in range(2, len(t)):
+        earlier = [j for j in range(i) if t[j] == t[i]]
+        if (
+            len(earlier) == 1
+            and earlier[0] >= 1
+            and len({i - 1, i, earlier[0], earlier[0] + 1}) == 4
+        ):
+            return i, earlier[0]
+    return None
+
+
 # --- model
 
 

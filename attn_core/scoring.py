@@ -220,6 +220,22 @@ def cosine_entropy_vs_tau(q: torch.Tensor, k: torch.Tensor, taus: Sequence[float
     return torch.stack([entropy(stable_softmax(cos / t)).mean() for t in taus])
 
 
+def sharpest_scoring(c: ScoringComparison) -> str:
+    """The scoring whose softmax rows are the most peaked (lowest mean row entropy)."""
+    return min(c.mean_entropy, key=c.mean_entropy.get)
+
+
+def typical_row_max(weights: torch.Tensor) -> float:
+    """The largest weight of each row, averaged over rows. weights (T_q, T_k) -> float."""
+    return float(weights.max(dim=-1).values.mean())
+
+
+def cosine_max_weight_bound(tau: float, T_k: int) -> float:
+    """The most weight softmax(cos/τ) can give one key out of T_k: cosine +1 for that key
+    and -1 for every other, so the weight is 1 / (1 + (T_k - 1)·e^(-2/τ))."""
+    return 1.0 / (1.0 + (T_k - 1) * math.exp(-2.0 / tau))
+
+
 @dataclass(frozen=True)
 class LoudKey:
     """One query, four keys: a long key 'advertises louder' under the dot product."""
@@ -375,6 +391,18 @@ class SmootherDemo:
     probe_weights: dict[str, torch.Tensor]  # method -> (n,) weights of the probe query
     max_gap_softmax: float  # max |softmax attention - Gaussian smoother|
     anchors: torch.Tensor  # (M,) linear attention's feature centres
+
+
+def keys_holding(w: torch.Tensor, mass: float = 0.9) -> int:
+    """How many keys, heaviest first, it takes to collect `mass` of one row of weights.
+
+    w (T_k,) sums to 1. A kernel of width h averages over about this many samples:
+    the effective window of a query.
+    """
+    if not 0 < mass <= 1:
+        raise ValueError(f"mass must be in (0, 1]; got {mass}")
+    total = torch.sort(w, descending=True).values.cumsum(0)  # (T_k,) running mass
+    return min(int((total < mass * float(total[-1]) - 1e-12).sum()) + 1, w.shape[-1])
 
 
 N_ANCHORS = 24

@@ -22,13 +22,26 @@ from attn_core import (
     time_softmax_vs_linear,
     weights_vs_contributions,
 )
-from attn_core.scoring import SPEED_D
+from attn_core.scoring import (
+    SCORINGS,
+    SPEED_D,
+    cosine_max_weight_bound,
+    keys_holding,
+    sharpest_scoring,
+    typical_row_max,
+)
 from figures import alternatives as fa
 
 FILE = "pages/alternatives.py"
 LABELS = [str(i) for i in range(1, 9)]  # eight tokens
 TAUS = np.logspace(-2, 1, 61)
 T_OPTIONS = (256, 4096)  # slider range for the largest T of the timing sweeps
+
+
+def _key(*parts) -> str:
+    """An exercise key naming its instance, so a new instance starts unrevealed."""
+    return "-".join(f"{p:g}" if isinstance(p, float) else str(p) for p in parts).replace(".", "_")
+
 
 # Charts are cached as resources (shared, only ever read) keyed by the controls they use,
 # so a plain rerun neither computes nor builds a figure.
@@ -49,6 +62,9 @@ def scoring_view(tau: float, seed: int):
         gap=c.absorption.max_abs_diff,
         top=c.absorption.max_abs_score,
         cos_range=(float(c.scores["cosine"].min()), float(c.scores["cosine"].max())),
+        mean_entropy=c.mean_entropy,
+        sharpest=sharpest_scoring(c),
+        cos_row_max=typical_row_max(c.weights["cosine"]),
     )
 
 
@@ -72,6 +88,7 @@ def smoother_view(bandwidth: float):
             d.x, d.y, d.x_query, d.truth, d.fits, bandwidth, d.probe, d.max_gap_softmax
         ),
         fa.probe_weights_chart(d.x, d.probe_weights, d.probe, bandwidth),
+        (d.probe, keys_holding(d.probe_weights["softmax attention"], 0.9), len(d.x)),
     )
 
 
@@ -128,6 +145,21 @@ def scoring_section() -> None:
         "matrix adds parameters and no expressive power — the metric above is that identity, "
         "checked live."
     )
+    ent = " · ".join(f"{n} {v['mean_entropy'][n]:.2f}" for n in SCORINGS)
+    ui.predict_choice(
+        _key("alt-sharp", seed, tau),
+        f"Seed {seed}, τ = {tau:g}: which scoring gives the **sharpest** weights, i.e. the "
+        "lowest mean row entropy?",
+        SCORINGS, v["sharpest"],
+        "Softmax only reacts to *differences* between the scores in a row, so sharpness is "
+        "set by how widely a row's scores spread, not by the formula behind them. With "
+        "unit-variance q and k the raw dot product spreads by about √d_k = 4; bilinear is a "
+        "dot product with W folded into W_q, so it spreads about as much, and the two swap "
+        "first place from seed to seed. Scaled dot divides the spread by 4 on purpose. "
+        "Additive's spread depends on the size of v_a. Cosine scores can never be more than "
+        "2/τ apart, so cosine only wins once τ is small.",
+        truth=f"Mean row entropy in nats (uniform over 8 keys: ln 8 = 2.08): {ent}.",
+    )  # fmt: skip
 
     st.subheader("Cosine's bound: flat weights, and deaf to length")
     c1, c2 = st.columns(2, gap="large")
@@ -135,6 +167,20 @@ def scoring_section() -> None:
         ui.show(v["entropy"])
     with c2:
         ui.show(v["loud"])
+    bound = cosine_max_weight_bound(tau, len(LABELS))
+    ui.predict_number(
+        _key("alt-cosmax", seed, tau),
+        f"Cosine scoring at τ = {tau:g}, seed {seed}, eight keys: how big is the largest "
+        "weight in a typical row? (Take each row's largest weight and average over the rows.)",
+        v["cos_row_max"],
+        f"Even in the most lopsided row possible — cosine +1 for one key, −1 for the other "
+        f"seven — softmax at τ = {tau:g} could give that key at most {bound:.3g}. Real rows "
+        "are far from that extreme: random vectors in 16 dimensions are close to "
+        "perpendicular, so their cosines bunch up near 0 and the row stays close to uniform "
+        "(1/8 = 0.125) unless τ is small. Removing the length also removed most of the "
+        "spread, which is why cosine attention needs a small, usually learned, temperature.",
+        rel_tol=0.15, abs_tol=0.03, fmt="{:.3f}", lo=0.0, hi=1.0,
+    )  # fmt: skip
     ui.try_this(
         [
             ("Leave τ at 1", "the cosine panel of weights is almost a flat colour: every row "
@@ -257,10 +303,25 @@ def smoother_section() -> None:
             help="How far from the query a sample still gets weight.",
         )  # fmt: skip
         ui.show_notes(keys=("bandwidth",))
-    fit, probe = smoother_view(bandwidth)
+    fit, probe, (x_probe, n90, n) = smoother_view(bandwidth)
     with right:
         ui.show(fit)
         ui.show(probe)
+    guess = min(n, n / 10 * 2 * 1.645 * bandwidth)  # samples per unit × the central 90 % width
+    ui.predict_number(
+        _key("alt-window", bandwidth),
+        f"Bandwidth h = {bandwidth:g}: the query at x = {x_probe:g} averages the {n} samples. "
+        "Taking the heaviest first, how many samples carry 90 % of its softmax-attention "
+        "weight?",
+        n90,
+        "Softmax attention here *is* a Gaussian kernel of width h, so a sample's weight falls "
+        "off with its distance from the query, and about 90 % of a Gaussian's mass lies "
+        f"within ±1.64 h. The {n} samples are spread over [0, 10], about {n / 10:g} per unit, "
+        f"so a rough count is {n / 10:g} × 3.3 h ≈ {guess:.0f} — capped at {n} once the "
+        "window is wider than the data. A narrow window averages a handful of noisy samples "
+        "and follows the noise; a wide one averages nearly everything and flattens the curve.",
+        rel_tol=0.25, abs_tol=2, fmt="{:.0f}", lo=1, hi=n,
+    )  # fmt: skip
     ui.try_this(
         [
             ("Set the bandwidth to 5", "every curve flattens towards the mean of the samples: "
@@ -348,6 +409,23 @@ def contribution_section() -> None:
             f"{turn[c.top]:.0f}°, deleting “not” by {turn[c.light]:.0f}° "
             f"(‖o‖ = {float(c.output.norm()):.3f})."
         )
+    options = [f"{t} (α = {a:.2f})" for t, a in zip(c.tokens, c.weights.tolist(), strict=True)]
+    moved = " · ".join(
+        f"{t} {x:.3f}" for t, x in zip(c.tokens, c.knockout_change.tolist(), strict=True)
+    )
+    ui.predict_choice(
+        _key("alt-knock", value_scale),
+        f"[SEP]'s value vector has length {value_scale:g}. Knock out one token's term α_j v_j "
+        "while the other weights stay as they are: which token's removal moves the output "
+        "the most?",
+        options, options[int(c.knockout_change.argmax())],
+        "Knocking out token j moves the output by exactly α_j v_j, so what counts is the "
+        "weight *times* the length of the value, not the weight alone. [SEP] holds most of "
+        "the weight, but while its value is short it adds next to nothing; “not” gets little "
+        "weight, yet its value is five times longer than the others. A map of the weights "
+        "cannot tell these two cases apart — only the product can.",
+        truth=f"How far the output moves, ‖α_j v_j‖: {moved}.",
+    )  # fmt: skip
     ui.try_this(
         [
             ("Drag the value length to 0", "[SEP] keeps 58 % of the weight and contributes "

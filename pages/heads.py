@@ -1,8 +1,10 @@
 """Trained heads: a two-layer attention-only model, trained here, whose heads took distinct jobs."""
 
+import hashlib
 from collections import OrderedDict
 from threading import Lock
 
+import numpy as np
 import streamlit as st
 import torch
 
@@ -68,6 +70,18 @@ def analyse(ids: tuple[int, ...], ablate: tuple[str, ...]) -> dict:
 def ablated_batch_loss(ablate: tuple[str, ...]) -> float:
     model, _, batch, *_ = shipped()
     return ind.evaluate(model, batch, ind.ablation_mask(model.config, ablate))[0]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def single_head_losses(ids: tuple[int, ...]) -> list[float]:
+    """This sequence's repeated-token loss with each head switched off in turn (layer-major)."""
+    model = shipped()[0]
+    return ind.single_head_ablation(model, torch.tensor(ids)[None]).flatten().tolist()
+
+
+def instance(ids, *more) -> str:
+    """A short name for one exercise instance: a new sequence or ablation starts unrevealed."""
+    return "-".join([hashlib.sha1(repr(tuple(ids)).encode()).hexdigest()[:10], *more])
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -147,6 +161,7 @@ def run() -> None:
     st.subheader("1. What every head looks at")
     ui.show(maps)
     ui.show(bars)
+    look_exercise(ids, labels, a, names)
     ui.try_this([
         ("Type `a b c d e f a b c d e f`", "in the induction heads' maps the second half "
          "lights up one step right of the first copy: `b` looks at the `c` that followed it."),
@@ -167,6 +182,7 @@ def run() -> None:
             f"Loss on repeated tokens with {', '.join(ablate)} off (128 sequences)",
             f"{chosen:.3f}", f"{chosen - rep0:+.3f} against all heads on", delta_color="inverse",
         )  # fmt: skip
+    knockout_exercise(ids, a, names, jobs0)
     prev_heads, ind_heads = jobs0["previous-token"], jobs0["induction"]
     idle = [n for n in names if n not in prev_heads + ind_heads]
     ui.try_this([
@@ -187,6 +203,72 @@ def run() -> None:
     ui.explain("How two layers make an induction head", fh.COMPOSE, expanded=True)
     ui.explain("Specialisation is the intent, not a guarantee", fh.CAVEAT)
     ui.prev_next(FILE)
+
+
+def look_exercise(ids, labels, a, names) -> None:
+    """Where does the strongest induction head look from a token's second appearance?"""
+    probe = ind.induction_probe(torch.tensor(ids))
+    if probe is None:
+        st.caption(
+            "No position in this sequence makes a clean “where does the induction head look?” "
+            "question (a block of two repeated puts the token before and the copy's successor "
+            "in the same place). Move the seed for one."
+        )
+        return
+    i, j = probe
+    best = int(np.nanargmax(a["ind"]))  # flat index into (L, h)
+    L, h = divmod(best, a["ind"].shape[1])
+    row = a["weights"][L, h, i]  # (T,) what head (L, h) reads from position i
+    k = int(row.argmax())
+    tok = ui.safe_text(labels[i], 12)
+    where = {
+        0: "position 0, the very first token",
+        i - 1: f"position {i - 1}, the token just before it",
+        i: f"position {i}, itself",
+        j: f"position {j}, the earlier copy of `{tok}`",
+        j + 1: f"position {j + 1}, the token that came right after that copy",
+    }
+    choices = [*(where[p] for p in sorted(where)), "somewhere else"]  # in reading order
+    ui.predict_choice(
+        instance(ids, "look"),
+        f"**{names[best]}** has the highest induction score on this sequence. At "
+        f"position {i} the token `{tok}` appears for the second time; its first appearance "
+        f"was at position {j}. Where does {names[best]} put most of its weight from there?",
+        choices, where.get(k, "somewhere else"),
+        "An induction head does not look for the same token again: it looks for what "
+        "*followed* it last time, because that is the token worth predicting. Its query comes "
+        "from the current token, while its keys come from notes that a previous-token head in "
+        "layer 0 wrote into every position — “the token before me was …”. Only the position "
+        "right after the earlier copy carries a note that matches, so that is where the weight "
+        "goes. Take the notes away (switch off both previous-token heads in section 3) and the "
+        "loss on repeated tokens rises above even a blind guess, with every induction head "
+        "still on.",
+        truth=f"{names[best]} gives position {k} a weight of {row[k]:.2f}.",
+    )  # fmt: skip
+
+
+def knockout_exercise(ids, a, names, jobs) -> None:
+    """Which single head matters most? Usually not the one whose map looks most striking."""
+    if a["n_ind"] == 0:
+        return
+    losses = single_head_losses(tuple(ids))
+    job = {n: kind for kind, heads in jobs.items() for n in heads}
+    choices = [f"{n} ({job.get(n, 'no clear job')})" for n in names]
+    shown = " · ".join(f"{n} {x:.2f}" for n, x in zip(names, losses, strict=True))
+    ui.predict_choice(
+        instance(ids, "knockout"),
+        "On this sequence, switch off **one** head and leave the other seven on. Which head's "
+        "absence raises the loss on repeated tokens the most?",
+        choices, choices[int(np.argmax(losses))],
+        "The copying is done by several induction heads in layer 1, so losing any one of them "
+        "hardly matters: the others still find the right token. A previous-token head in layer "
+        "0 is a different case. It writes “the token before me was …” into every position, and "
+        "those notes are what all the induction heads build their keys from, so removing the "
+        "main writer blinds every copier at once. How much a head matters depends on who reads "
+        "what it writes, not on how striking its attention map looks.",
+        truth=f"Loss on repeated tokens with each head off: {shown} "
+        f"(all heads on: {a['split'][0]:.3f}).",
+    )  # fmt: skip
 
 
 @st.fragment
