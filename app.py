@@ -10,7 +10,7 @@ from ui.lesson import available
 
 st.set_page_config(
     page_title="Attention Explorer",
-    page_icon=":material/visibility:",
+    page_icon="assets/favicon.png",  # a local file: a material icon would be fetched online
     layout="wide",
     initial_sidebar_state="expanded",
 )

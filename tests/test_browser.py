@@ -99,3 +99,53 @@ def test_first_request_to_a_page_after_server_start_goes_through_app_py(browser)
             assert not errors, errors
         finally:
             page.context.close()
+
+
+_CONTROLS_JS = """
+() => {
+  const sel = [
+    '[data-testid="stSlider"] input[type="range"]', '[data-testid="stNumberInput"] input',
+               '[data-testid="stTextInput"] input', '[data-testid="stSelectbox"] input',
+               '[data-testid="stCheckbox"] input', '[data-testid="stToggle"] input',
+               '[data-testid="stMultiSelect"] input', '[data-testid="stRadio"] input'];
+  const els = [...document.querySelectorAll(sel.join(', '))];
+  els.forEach((el, i) => el.setAttribute('data-kb', String(i)));
+  // a radio group is one tab stop: only its checked option (or the first) takes focus
+  return els.filter(el => el.type !== 'radio' || el.checked).map(el => el.getAttribute('data-kb'));
+}
+"""
+
+
+def test_tour_stays_on_localhost_and_every_control_is_reachable_by_keyboard(server, browser):
+    """Every request a full tour makes goes to 127.0.0.1 (works offline, no CDN), and Tab
+    reaches every control (sidebar and main) of every page."""
+    page, errors = open_page(browser, server)
+    requests: list[str] = []
+    page.context.on("request", lambda r: requests.append(r.url))
+    try:
+        for lesson in available():
+            page.goto(f"{server}/{lesson.url_path}")
+            page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
+            wait_idle(page)
+            wanted = set(page.evaluate(_CONTROLS_JS))
+            assert wanted, f"no controls found on /{lesson.url_path}"
+            page.evaluate("() => document.activeElement && document.activeElement.blur()")
+            reached: set[str] = set()
+            for _ in range(600):
+                page.keyboard.press("Tab")
+                kb = page.evaluate("() => document.activeElement?.getAttribute('data-kb')")
+                if kb is not None:
+                    reached.add(kb)
+                if wanted <= reached:
+                    break
+            assert wanted <= reached, (lesson.url_path, sorted(wanted - reached))
+        hosts = {r.split("/")[2] for r in requests if r.startswith("http")}
+        assert hosts <= {server.split("/")[2]}, hosts
+        assert not [
+            r
+            for r in requests
+            if not r.startswith(("http://127.0.0.1", "data:", "blob:", "about:"))
+        ]
+        assert not errors, errors
+    finally:
+        page.context.close()
