@@ -158,6 +158,15 @@ def tile_grid(
     return tiles
 
 
+def scores_computed(steps: list[TileStep]) -> int:
+    """How many scores q·k the tiled loop computed: the area of every tile it visited.
+
+    Masked entries inside a visited tile are computed too (and then thrown away); only
+    tiles skipped whole (causal, wholly in the future) save work.
+    """
+    return sum((st.rows[1] - st.rows[0]) * (st.cols[1] - st.cols[0]) for st in steps)
+
+
 def trace_state(steps: list[TileStep], step: int, T_q: int) -> TraceState:
     """Each row's (m, l, out) after the first `step` tiles of a trace (0 = nothing done yet).
 

@@ -1,5 +1,6 @@
 """Training lab: the same model trained with and without √d_k, side by side, live."""
 
+import math
 import threading
 import time
 
@@ -160,8 +161,10 @@ def lab(args: tuple, kw: dict) -> None:
             verdict(*runs)
     if runs is not None:
         draw_curves(slots, *runs, kw["steps"], "final")
-    st.subheader("Row by row: who still passes gradient back")
     a0, b0 = s0
+    if a0.done and b0.done:  # step 0 recorded (it always is, unless the first loss blew up)
+        exercises(a0, b0, kw["d_k"], kw["init_std"], kw["seed"])
+    st.subheader("Row by row: who still passes gradient back")
     cols = st.columns(4)
     help0 = "Measured on the first training batch, before any update."
     cols[0].metric("Step 0 largest weight, scaled", f"{a0.max_weight[0]:.2f}", help=help0)
@@ -183,6 +186,81 @@ def lab(args: tuple, kw: dict) -> None:
             st.info("The same picture after training appears here once both runs have ended.")
     after = (runs[0].probe_end, runs[1].probe_end) if ended else None
     ui.show(tf.probe_rows((a0.probe_start, b0.probe_start), after, a0.probe_position))
+
+
+LOSS_BAND = 0.02  # within 2 % of ln(n_symbols) counts as "guessing"
+LOSS_CHOICES = (
+    "below guessing: the peaked rows already find some answers",
+    "within 2 % of guessing",
+    "more than 2 % above guessing",
+)
+
+
+def exercises(a0, b0, d_k: int, init_std: float, seed: int) -> None:
+    """Predictions about the start, answered from the cached step-0 runs (no training)."""
+    inst = f"{d_k}-{init_std:g}-{seed}"
+    setting = f"d_k = **{d_k}**, initial std **{init_std:g}**, seed **{seed}**"
+    spread = math.sqrt(d_k) * init_std**2  # std of a raw score q·k
+    c1, c2 = st.columns(2)
+    with c1:
+        ui.predict_number(
+            f"train-sat-{inst}",
+            f"Before any training ({setting}): in what percentage of the **unscaled** model's "
+            "attention rows does a single key already hold more than 99 % of the weight?",
+            100 * b0.saturated[0],
+            f"A raw score q·k sums d_k products of two numbers of size about {init_std:g}, so "
+            f"its spread is about √d_k · {init_std:g}² = {spread:.3g} here, against "
+            f"{init_std**2:.3g} once divided by √d_k. To pass 0.99 a row's top score must beat "
+            "every rival by roughly five or more (e⁻⁵ ≈ 0.007 each), and among 16 keys only "
+            "some rows are lucky enough to get such a lead. So the share grows with d_k and "
+            "with the initial std, but it is rarely all of them: the other rows still pass "
+            "gradient, and because W_q and W_k are shared, they keep the whole model learning. "
+            "The lesson's flat loss needs *every* row to start saturated — try an initial std "
+            f"of 3. (Scaled model, same start: {a0.saturated[0]:.0%}.)",
+            rel_tol=0.25, abs_tol=5.0, fmt="{:.0f} %", lo=0.0, hi=100.0,
+        )  # fmt: skip
+    with c2:
+        ui.predict_number(
+            f"train-grad-{inst}",
+            f"Same start ({setting}): the gradient that reaches W_q and W_k on the first "
+            "batch, ‖(∂L/∂W_q, ∂L/∂W_k)‖. How many times larger is the **unscaled** run's "
+            "than the scaled run's? (A number below 1 means smaller.)",
+            b0.qk_grad_norm[0] / a0.qk_grad_norm[0],
+            "Saturated rows send back almost nothing, so it is tempting to expect the unscaled "
+            "model to get the weaker gradient. Add it up over the whole batch instead: without "
+            "the division every score, and with it every derivative of a score with respect to "
+            f"W_q and W_k, is √d_k = {math.sqrt(d_k):.3g} times larger. Rows that still have "
+            "slack pass that bigger gradient on in full; only the saturated ones drop out. So "
+            "the ratio is close to √d_k when hardly any row is saturated (an initial std of "
+            "0.1 gives it almost exactly) and falls below it as more rows saturate. What the "
+            "missing √d_k breaks is not the size of the total gradient but where it comes "
+            "from — only the unsaturated rows — and how far each step moves the scores, "
+            "which is too far for a learning rate tuned to the scaled model.",
+            rel_tol=0.25, fmt="{:.3g}", lo=0.0,
+        )  # fmt: skip
+    chance = b0.chance
+    gap = b0.loss[0] / chance - 1  # relative distance from guessing
+    verdict = LOSS_CHOICES[0 if gap < -LOSS_BAND else 1 if gap <= LOSS_BAND else 2]
+    ui.predict_choice(
+        f"train-loss-{inst}",
+        f"Same start ({setting}). Before a single update, the **unscaled** model's "
+        f"cross-entropy on its first batch is… (guessing among {b0.n_symbols} symbols costs "
+        f"ln {b0.n_symbols} ≈ {chance:.3g})",
+        LOSS_CHOICES, verdict,
+        "Untrained attention lands on pairs that have nothing to do with the query, so the "
+        "value it brings back carries no information about the answer: no run can start "
+        "below guessing except by luck of the batch. What changes is how *confident* the "
+        f"uninformed guess is. A spread-out row averages {b0.n_pairs} unrelated value vectors, "
+        "which mostly cancel, so the output is small and the prediction nearly even — a loss "
+        f"close to ln {b0.n_symbols}. The more a row piles its weight on one key, the more of "
+        "that single value survives: the output grows, the logits spread and the model bets "
+        "firmly on some wrong symbol; "
+        "cross-entropy punishes confident mistakes, so the loss starts *above* guessing. "
+        "Peaked attention at initialisation is not a head start: it is a confident guess "
+        "with nothing behind it.",
+        truth=f"Step-0 loss: unscaled {b0.loss[0]:.3f}, scaled {a0.loss[0]:.3f} "
+        f"(ln {b0.n_symbols} = {chance:.3f}).",
+    )  # fmt: skip
 
 
 def _lr_label(x) -> str:

@@ -184,7 +184,7 @@ def test_sweep_runs_on_the_button_and_reports_slopes_and_backend(tiny_sweep):
 def test_predict_then_reveal_doubling_T():
     at = run_page(COST)
     at.radio(key="pick-double_T").set_value("×4")
-    next(b for b in at.button if b.label == "Reveal").click().run()
+    at.button(key="FormSubmitter:form-double_T-Reveal").click().run()
     no_exception(at)
     assert any("Right: **×4**" in s.value and "512 MiB → 2 GiB" in s.value for s in at.success)
 
