@@ -18,7 +18,7 @@ _LINK_HTML = """
                 color:#1B1F24;background:#F2F5F8">
   <button id="b" type="button"
           style="font-size:14px;padding:6px 12px;border:1px solid #0072B2;border-radius:6px;
-                 background:#0072B2;color:white;cursor:pointer">Copy link</button>
+                 background:#0072B2;color:white;cursor:pointer">Copy</button>
 </div>
 <script>
   const u = document.getElementById('u'), b = document.getElementById('b');
@@ -29,7 +29,7 @@ _LINK_HTML = """
     sync();
     try { await navigator.clipboard.writeText(u.value); }
     catch (e) { u.select(); document.execCommand('copy'); }
-    b.textContent = 'Copied'; setTimeout(() => { b.textContent = 'Copy link'; }, 1500);
+    b.textContent = 'Copied'; setTimeout(() => { b.textContent = 'Copy'; }, 1500);
   });
 </script>
 """
