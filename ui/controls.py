@@ -229,8 +229,10 @@ def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> b
 
 
 def _is_int_in(raw: Any, lo: int, hi: int) -> bool:
-    return isinstance(raw, str) and re.fullmatch(r"[+-]?\d{1,18}", raw.strip()) is not None and (
-        lo <= int(raw) <= hi
+    return (
+        isinstance(raw, str)
+        and re.fullmatch(r"[+-]?\d{1,18}", raw.strip()) is not None
+        and (lo <= int(raw) <= hi)
     )
 
 
