@@ -4,7 +4,7 @@ import pytest
 
 import attn_core
 from attn_core.tiled import scores_computed
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, reveal, run_page
 
 PAGE = "pages/cost.py"
 PROJ, ATTN, SAME = (
@@ -32,11 +32,6 @@ def work_share(T, block, causal):
     )
     assert scores_computed(steps) == grid
     return 100 * grid / (T * T)
-
-
-def reveal(at, key):
-    at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run()
-    no_exception(at)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import torch
 import attn_core
 from attn_core.scaling import exercise_d_k
 from figures import scaling as fs
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, reveal, run_page, verdicts
 
 PAGE = "pages/scaling.py"
 
@@ -34,17 +34,6 @@ def expected(seed=0, tokens=12, init="gaussian", dtype=torch.float32):
         max_off=float(np.median(off.max_weight.numpy())),
         drop=fs.JACOBIAN_DROPS[int(np.searchsorted([3.0, 30.0, 1000.0], ratio, side="right"))],
     )
-
-
-def reveal(at, key):
-    at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run()
-    no_exception(at)
-
-
-def verdicts(at):
-    ok = [s.value for s in at.success if s.value.startswith(("Right", "Close enough"))]
-    bad = [e.value for e in at.error if e.value.startswith(("Not quite", "Computed"))]
-    return ok, bad
 
 
 @pytest.fixture(scope="module")

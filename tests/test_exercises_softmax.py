@@ -8,7 +8,7 @@ import torch
 import attn_core
 from attn_core.mixing import softmax_quiz
 from figures import softmax as fs
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, reveal, run_page, verdicts
 
 PAGE = "pages/softmax.py"
 F64 = torch.float64
@@ -54,17 +54,6 @@ def expected(quiz=0, example="lesson"):
 def keys(quiz, scores):
     inst = "_".join(f"{x:.6g}" for x in scores.tolist())
     return f"softmax-scale-{quiz}-{inst}", f"softmax-naive-{quiz}", f"softmax-dropout-{quiz}"
-
-
-def reveal(at, key):
-    at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run()
-    no_exception(at)
-
-
-def verdicts(at):
-    ok = [s.value for s in at.success if s.value.startswith(("Right", "Close enough"))]
-    bad = [e.value for e in at.error if e.value.startswith(("Not quite", "Computed"))]
-    return ok, bad
 
 
 def text(at):

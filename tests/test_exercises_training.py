@@ -5,7 +5,7 @@ import math
 import pytest
 
 import attn_core
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, reveal, run_page, verdicts
 
 PAGE = "pages/training.py"
 LOSS = (
@@ -26,17 +26,6 @@ def expected(d_k=64, init_std=1.0, seed=0):
 def keys(d_k=64, init_std=1.0, seed=0):
     inst = f"{d_k}-{init_std:g}-{seed}"
     return f"train-sat-{inst}", f"train-grad-{inst}", f"train-loss-{inst}"
-
-
-def reveal(at, key):
-    at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run()
-    no_exception(at)
-
-
-def verdicts(at):
-    ok = [s.value for s in at.success if s.value.startswith(("Right", "Close enough"))]
-    bad = [e.value for e in at.error if e.value.startswith(("Not quite", "Computed"))]
-    return ok, bad
 
 
 @pytest.fixture(scope="module")

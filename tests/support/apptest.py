@@ -54,3 +54,16 @@ def warnings(at: AppTest) -> list[str]:
 
 def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
+
+
+def reveal(at: AppTest, key: str) -> None:
+    """Press the Reveal button of the predict-then-reveal exercise `key`."""
+    at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run()
+    no_exception(at)
+
+
+def verdicts(at: AppTest) -> tuple[list[str], list[str]]:
+    """(right-answer messages, wrong-answer messages) shown by revealed exercises."""
+    ok = [s.value for s in at.success if s.value.startswith(("Right", "Close enough"))]
+    bad = [e.value for e in at.error if e.value.startswith(("Not quite", "Computed"))]
+    return ok, bad
