@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import FONT, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, line_layout, to_numpy
+from .style import (
+    FONT,
+    NUM_FMT,
+    OKABE_ITO,
+    WEIGHT_COLORAXIS,
+    Chart,
+    line_layout,
+    to_numpy,
+)
 
 BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY = OKABE_ITO[:6]
 JOB_TEXT = {"previous-token": "previous-token head", "induction": "induction head", "": ""}
@@ -66,12 +74,7 @@ def head_maps(
         font=dict(size=13),
         height=150 + 330 * L,
         margin=dict(l=60, r=10, t=110, b=50),
-        coloraxis=dict(
-            colorscale=SEQUENTIAL,
-            cmin=0.0,
-            cmax=1.0,
-            colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT, thickness=14),
-        ),
+        coloraxis=WEIGHT_COLORAXIS,
         annotations=[],
         hoverlabel=dict(font_size=14),
     )

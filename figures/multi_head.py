@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, heatmap, line_layout, to_numpy
+from .style import (
+    NUM_FMT,
+    OKABE_ITO,
+    WEIGHT_COLORAXIS,
+    Chart,
+    heatmap,
+    line_layout,
+    to_numpy,
+)
 
 MAX_PANELS = 16  # heads drawn one by one; the rest are summarised
 X_KEY = "key (attended to)"
@@ -77,12 +85,7 @@ def heads_grid(weights: Any, tokens: list[str], *, focus: Any | None = None) -> 
         font=dict(size=13),
         height=110 + 225 * rows,
         margin=dict(l=70, r=10, t=70, b=60),
-        coloraxis=dict(
-            colorscale=SEQUENTIAL,
-            cmin=0.0,
-            cmax=1.0,
-            colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT, thickness=14),
-        ),
+        coloraxis=WEIGHT_COLORAXIS,
         annotations=[],
         hoverlabel=dict(font_size=14),
     )

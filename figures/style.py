@@ -28,6 +28,13 @@ DIVERGING = [
 ]
 FONT = dict(size=15)
 NUM_FMT = ".3~g"  # d3-format: 0.045, 3.8e-11, 1.2e+03
+# One 0–1 colour axis for attention weights shared by every panel of a small-multiples figure.
+WEIGHT_COLORAXIS = dict(
+    colorscale=SEQUENTIAL,
+    cmin=0.0,
+    cmax=1.0,
+    colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT, thickness=14),
+)
 
 
 @dataclass(frozen=True)
