@@ -31,6 +31,7 @@ from ui.controls import log_values
 FILE = "pages/scaling.py"
 TEMPERATURES = log_values(0.05, 20, (1.0, 8.0))
 MAIN_CONTROLS = ("d_k", "tokens", "scaled", "temperature", "init", "dtype", "seed")
+STEPS = ("Scores to weights", "Spread", "Saturation", "Jacobian", "Two keys", "Check yourself")
 STAGES = ("raw_scores", "logits", "weights", "max_weight", "entropy_frac", "jacobian_norm", "gap")
 
 
@@ -260,8 +261,8 @@ def run() -> None:
         FILE,
         "Queries and keys at initialisation are random vectors. Their dot product adds up d_k "
         "random terms, so its spread grows like √d_k — and softmax, fed numbers that large, turns "
-        "into a hard maximum whose gradient is essentially zero. Follow the chain below stage by "
-        "stage; the controls are in the sidebar and every chart updates live.",
+        "into a hard maximum whose gradient is essentially zero. Follow the chain step by step in "
+        "the tabs below; the controls are in the sidebar and every chart updates live.",
     )
     d_k, tokens, scaled, temperature, init, dtype, seed = controls()
     setting = (d_k, tokens, scaled, temperature, init, seed, dtype)
@@ -291,37 +292,48 @@ def run() -> None:
         help="Largest minus smallest logit of a row, median over rows.",
     )
 
-    st.subheader("1 · From scores to weights, one sequence")
-    for col, chart in zip(st.columns([1, 1, 1, 0.8]), stage_charts(*setting), strict=True):
-        with col:
-            ui.show(chart)
-    ui.try_this(fs.TRY_THIS)
-
-    histogram_chart, variance_chart = distribution_charts(d_k, scaled, temperature, init, seed)
-    st.subheader("2 · How wide are the logits?")
-    ui.show(histogram_chart)
-    ui.explain("Why Var(q·k) = d_k", fs.VARIANCE_ARGUMENT)
-
-    st.subheader("3 · Variance against d_k")
-    ui.show(variance_chart)
-    ui.explain("Caveat: the iid assumption after a few layers", fs.IID_CAVEAT)
-
-    st.subheader("4 · …and softmax saturates")
-    for col, chart in zip(st.columns(2), saturation_charts(*setting), strict=True):
-        with col:
-            ui.show(chart)
-
-    st.subheader("5 · The gradient dies: softmax's Jacobian")
-    jacobian_section(setting)
-    ui.explain("Why a saturated softmax stops learning", fs.SATURATED_GRADIENT)
-
-    st.subheader("6 · Two keys, in numbers")
-    ui.show(two_key_chart(dtype, typical_gap))
-    ui.explain("Why this happens at initialisation", fs.AT_INIT)
-
-    st.subheader("7 · Check yourself")
-    st.caption("Commit to an answer, then reveal the computed one. A new seed asks new questions.")
-    check_yourself(tokens, init, seed, dtype)
+    tabs = ui.steps("step", STEPS)
+    with tabs[0]:
+        if tabs[0].open:
+            st.subheader("1 · From scores to weights, one sequence")
+            for col, chart in zip(st.columns([1, 1, 1, 0.8]), stage_charts(*setting), strict=True):
+                with col:
+                    ui.show(chart)
+            ui.try_this(fs.TRY_THIS)
+    with tabs[1]:
+        if tabs[1].open:
+            histogram_chart, variance_chart = distribution_charts(
+                d_k, scaled, temperature, init, seed
+            )
+            st.subheader("2 · How wide are the logits?")
+            ui.show(histogram_chart)
+            ui.explain("Why Var(q·k) = d_k", fs.VARIANCE_ARGUMENT)
+            st.subheader("3 · Variance against d_k")
+            ui.show(variance_chart)
+            ui.explain("Caveat: the iid assumption after a few layers", fs.IID_CAVEAT)
+    with tabs[2]:
+        if tabs[2].open:
+            st.subheader("4 · …and softmax saturates")
+            for col, chart in zip(st.columns(2), saturation_charts(*setting), strict=True):
+                with col:
+                    ui.show(chart)
+    with tabs[3]:
+        if tabs[3].open:
+            st.subheader("5 · The gradient dies: softmax's Jacobian")
+            jacobian_section(setting)
+            ui.explain("Why a saturated softmax stops learning", fs.SATURATED_GRADIENT)
+    with tabs[4]:
+        if tabs[4].open:
+            st.subheader("6 · Two keys, in numbers")
+            ui.show(two_key_chart(dtype, typical_gap))
+            ui.explain("Why this happens at initialisation", fs.AT_INIT)
+    with tabs[5]:
+        if tabs[5].open:
+            st.subheader("7 · Check yourself")
+            st.caption(
+                "Commit to an answer, then reveal the computed one. A new seed asks new questions."
+            )
+            check_yourself(tokens, init, seed, dtype)
     ui.prev_next(FILE)
 
 

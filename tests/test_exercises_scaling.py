@@ -12,6 +12,7 @@ from figures import scaling as fs
 from tests.support.apptest import no_exception, reveal, run_page, verdicts
 
 PAGE = "pages/scaling.py"
+STEP = "Check yourself"  # the tab that holds the exercises
 
 
 def keys(seed=0, tokens=12, init="gaussian", dtype="float32"):
@@ -38,7 +39,7 @@ def expected(seed=0, tokens=12, init="gaussian", dtype=torch.float32):
 
 @pytest.fixture(scope="module")
 def at0():
-    at = run_page(PAGE)
+    at = run_page(PAGE, step=STEP)
     no_exception(at)
     return at
 
@@ -99,7 +100,7 @@ def test_a_new_seed_asks_a_new_question_with_a_new_computed_answer(at0):
 
 
 def test_the_instance_follows_tokens_init_and_precision():
-    at = run_page(PAGE, seed="2", tokens="4", init="layernorm", dtype="float16")
+    at = run_page(PAGE, step=STEP, seed="2", tokens="4", init="layernorm", dtype="float16")
     no_exception(at)
     sd_key, max_key, _ = keys(2, 4, "layernorm", "float16")
     e = expected(2, 4, "layernorm", torch.float16)

@@ -3,9 +3,18 @@
 import pytest
 
 import attn_core
-from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+from tests.support.apptest import (
+    all_specs,
+    no_exception,
+    plotly_specs,
+    run_page,
+    run_steps,
+    warnings,
+)
 
 PAGE = "pages/scaling.py"
+STEPS = ["Scores to weights", "Spread", "Saturation", "Jacobian", "Two keys", "Check yourself"]
+FIRST = 4  # charts in the first (default) step
 TITLES = [
     "① Raw scores q·k",
     "② Logits softmax sees",
@@ -30,11 +39,14 @@ def titles(at) -> list[str]:
 
 
 def test_defaults_show_every_stage_scaled_and_healthy():
-    at = run_page(PAGE)
-    no_exception(at)
+    runs = run_steps(PAGE, STEPS)
+    for at in runs:
+        no_exception(at)
+        assert not warnings(at)
+    at = runs[0]
     assert at.title[0].value == "Why √d_k"
-    assert not warnings(at)
-    shown = titles(at)
+    assert len(titles(at)) == FIRST  # a closed step sends nothing
+    shown = [spec["layout"]["title"]["text"] for spec in all_specs(runs)]
     assert len(shown) == len(TITLES)
     for want, got in zip(TITLES, shown, strict=True):
         assert got.startswith(want), (want, got)
@@ -43,11 +55,12 @@ def test_defaults_show_every_stage_scaled_and_healthy():
     assert m["Saturated rows (largest weight > 0.99)"] == "0%"
     assert 1 < float(m["Typical logit gap in a row"]) < 6  # the lesson's "gap 3"
     assert "Try this" in " ".join(md.value for md in at.markdown)
-    assert len(at.expander) == 4  # variance, iid caveat, saturated gradient, initialisation
+    # variance, iid caveat, saturated gradient, initialisation
+    assert sum(len(r.expander) for r in runs) == 4
 
 
 def test_unscaled_d_k_64_saturates_and_the_gradient_collapses():
-    at = run_page(PAGE, scaled="false")
+    at = run_page(PAGE, scaled="false", step="Jacobian")
     no_exception(at)
     m = metrics(at)
     assert 6 < float(m["Logit spread (SD) in this sequence"]) < 10  # about √64 = 8
@@ -55,15 +68,17 @@ def test_unscaled_d_k_64_saturates_and_the_gradient_collapses():
     assert float(m["Typical logit gap in a row"]) > 15  # the lesson's "gap 24"
     captions = " ".join(c.value for c in at.caption)
     assert "rows below 1e-3: **" in captions
+    at = run_page(PAGE, scaled="false", step="Two keys")
     two_key = plotly_specs(at)[-1]
     assert any("exactly 0 from gap" in a["text"] for a in two_key["layout"]["annotations"])
 
 
 def test_heavy_view_d_k_1024_with_64_tokens():
-    at = run_page(PAGE, d_k="1024", tokens="64")
-    no_exception(at)
-    assert not warnings(at)
-    specs = plotly_specs(at)
+    runs = run_steps(PAGE, STEPS, d_k="1024", tokens="64")
+    for at in runs:
+        no_exception(at)
+        assert not warnings(at)
+    specs = all_specs(runs)
     assert len(specs) == len(TITLES)
     assert "d_k = 1024" in specs[0]["layout"]["title"]["text"]
     assert specs[0]["data"][0]["z"]["shape"] in ("64, 64", [64, 64])
@@ -71,7 +86,9 @@ def test_heavy_view_d_k_1024_with_64_tokens():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
 def test_every_precision_runs_and_says_where_gradients_vanish(dtype):
-    at = run_page(PAGE, dtype=dtype, scaled="false", d_k="1024", temperature="0.05")
+    at = run_page(
+        PAGE, dtype=dtype, scaled="false", d_k="1024", temperature="0.05", step="Two keys"
+    )
     no_exception(at)
     assert not warnings(at)
     assert at.selectbox(key="dtype").value == dtype
@@ -91,7 +108,7 @@ def test_temperature_8_unscaled_equals_scaled_at_d_k_64():
 
 
 def test_layernorm_init_is_offered_and_explained():
-    at = run_page(PAGE, init="layernorm", d_k="4")
+    at = run_page(PAGE, init="layernorm", d_k="4", step="Spread")
     no_exception(at)
     assert not warnings(at)
     assert at.radio(key="init").value == "layernorm"
@@ -121,23 +138,37 @@ def test_bad_url_values_fall_back_with_a_visible_note(params, bad):
     assert at.slider(key="tokens").value == 12
     assert at.select_slider(key="temperature").value == 1.0
     assert at.selectbox(key="dtype").value == "float32"
-    assert len(plotly_specs(at)) == len(TITLES)
+    assert len(plotly_specs(at)) == FIRST
+
+
+def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
+    at = run_page(PAGE, step="Saturation")
+    no_exception(at)
+    assert not warnings(at)
+    shown = titles(at)
+    assert len(shown) == 2
+    assert shown[0].startswith("Saturated rows") and shown[1].startswith("Mean entropy")
+    at = run_page(PAGE, step="Nowhere")
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and "`step=Nowhere`" in notes[0]
+    assert len(titles(at)) == FIRST
 
 
 def test_the_jacobian_row_follows_the_link_and_falls_back_with_a_note():
-    at = run_page(PAGE, tokens="12", row="7")
+    at = run_page(PAGE, tokens="12", row="7", step="Jacobian")
     no_exception(at)
     assert not warnings(at)
-    assert "query 7" in titles(at)[8]
-    at = run_page(PAGE, tokens="4", row="10")  # only rows 0 … 3 exist
+    assert "query 7" in titles(at)[0]
+    at = run_page(PAGE, tokens="4", row="10", step="Jacobian")  # only rows 0 … 3 exist
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`row=10`" in notes[0] and "0 to 3" in notes[0]
-    assert "query 0" in titles(at)[8]
+    assert "query 0" in titles(at)[0]
     at.slider(key="row").set_value(2).run()  # a fragment rerun: only section 5 redraws
     no_exception(at)
     assert not warnings(at)
-    assert "query 2" in titles(at)[8]
+    assert "query 2" in titles(at)[0]
 
 
 def test_moving_only_the_temperature_does_not_resample_the_sweeps(monkeypatch):
@@ -149,14 +180,16 @@ def test_moving_only_the_temperature_does_not_resample_the_sweeps(monkeypatch):
         return real(**kw)
 
     monkeypatch.setattr(attn_core, "sweep_raw_scores", counting)
-    at = run_page(PAGE, seed="4321")  # a seed no other test uses: the first run must sample
+    at = run_page(
+        PAGE, seed="4321", step="Spread"
+    )  # a seed no other test uses: the first run must sample
     no_exception(at)
     assert len(calls) == 1
     for t in (2.0, 0.5):
         at.select_slider(key="temperature").set_value(t).run()
         no_exception(at)
     assert len(calls) == 1
-    assert "temperature 0.5" in titles(at)[4]
+    assert "temperature 0.5" in titles(at)[0]
 
 
 @pytest.mark.browser
@@ -179,13 +212,21 @@ def test_in_the_browser_every_chart_draws_and_sliders_rerun():
         page, errors = open_page(browser, f"{url}/scaling?scaled=false")
         page.wait_for_function(
             "() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg')"
-            f".length >= {len(TITLES)}",
+            f".length >= {FIRST}",
             timeout=60_000,
         )
-        assert plotly_count(page) == len(TITLES)
-        sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
+        assert plotly_count(page) == FIRST  # only the open step draws
         assert rerun_latency_ms(page, 0) > 0  # d_k, in the sidebar: a full rerun
+        assert plotly_count(page) == FIRST
+        page.get_by_role("tab", name="Jacobian").click()  # another step, drawn on demand
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .gtitle')]"
+            ".some(t => t.textContent.startsWith('Softmax Jacobian'))",
+            timeout=60_000,
+        )
+        assert "step=Jacobian" in page.url  # the open step is in the link
+        sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
         assert rerun_latency_ms(page, sliders.count() - 1) > 0  # the row: a fragment rerun
+        assert plotly_count(page) == 2
         assert page.locator(exception).count() == 0
-        assert plotly_count(page) == len(TITLES)
         assert not errors, errors

@@ -27,6 +27,7 @@ from .controls import (
     selectbox,
     show_notes,
     slider,
+    steps,
     text,
     toggle,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "show",
     "show_notes",
     "slider",
+    "steps",
     "text",
     "toggle",
     "try_this",

@@ -21,6 +21,7 @@ import streamlit as st
 
 _NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
 _RUN_NOTES = "_ui_run_notes"  # session_state: notes raised by page logic this run
+_STEP_KEYS = "_ui_step_keys"  # session_state: keys of steps() tabs, which show their own note
 
 
 def _raw(key: str) -> str | list[str] | None:
@@ -317,6 +318,32 @@ def multiselect(
     return value
 
 
+def steps(key: str, labels: Sequence[str]) -> list:
+    """Tabs that split a page into steps, bound to ?key=<label>.
+
+    Only the open tab's body should run (`if tab.open:`): a hidden step then
+    sends nothing to the browser, so a slider move redraws the charts of one
+    step instead of every chart on the page — in a browser each redrawn plotly
+    chart costs tens of milliseconds. The first label is the default; a link
+    naming no tab falls back to it with a note.
+    """
+    labels = list(labels)
+    raw = _raw(key)
+    box = st.container()  # the link's note, if any, goes above the tabs
+    tabs = st.tabs(labels, key=key, bind="query-params")
+    try:
+        value = st.session_state[key]
+    except KeyError:
+        value = labels[0]
+    value = value if value in labels else labels[0]
+    _record(key, raw, value, raw == value, "one of: " + ", ".join(labels))
+    st.session_state.setdefault(_STEP_KEYS, set()).add(key)
+    if key in st.session_state.get(_NOTES, {}):
+        with box:
+            st.warning(st.session_state[_NOTES][key][0], icon=":material/link_off:")
+    return tabs
+
+
 def note(message: str) -> None:
     """A page-logic fallback for this run (e.g. heads that do not divide d_model)."""
     st.session_state.setdefault(_RUN_NOTES, []).append(message)
@@ -329,8 +356,11 @@ def show_notes(keys: Sequence[str] | None = None) -> None:
     can show each section's notes under that section's controls (and have them
     update when the fragment reruns). Page-logic notes from `note()` always show.
     """
+    own = st.session_state.get(_STEP_KEYS, set())  # steps() shows these above its tabs
     url_notes = [
-        m for k, (m, _) in st.session_state.get(_NOTES, {}).items() if keys is None or k in keys
+        m
+        for k, (m, _) in st.session_state.get(_NOTES, {}).items()
+        if (k in keys if keys is not None else k not in own)
     ]
     run_notes = st.session_state.pop(_RUN_NOTES, [])
     for message in url_notes + run_notes:

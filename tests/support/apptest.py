@@ -40,6 +40,19 @@ def run_page(file: str, timeout: float = 60, **params: str) -> AppTest:
     return at
 
 
+def run_steps(file: str, steps, *, key: str = "step", **params: str) -> list[AppTest]:
+    """The page once per step tab (?step=<label>), each opened like a shared link.
+
+    Pages split into `ui.steps` tabs run only the open tab's body, so a single run
+    shows one step's charts; this visits them all."""
+    return [run_page(file, **params, **{key: label}) for label in steps]
+
+
+def all_specs(runs: list[AppTest]) -> list[dict]:
+    """plotly_specs of several runs (e.g. run_steps), in order."""
+    return [spec for at in runs for spec in plotly_specs(at)]
+
+
 def plotly_specs(at: AppTest) -> list[dict]:
     """Every plotly chart on the page as its JSON figure (AppTest shows them as UnknownElement)."""
     specs = []
