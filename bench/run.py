@@ -5,12 +5,13 @@
     at T ∈ {64, 256, 1024}, 8 heads, d_k = 64, on the current device. Timings are
     interleaved (A, B, A, B, …) so machine noise hits both sides alike; ratios are
     medians of per-round ratios.
-(b) latency: for every page (and the heavy views the issues name), the median
-    key press → rerun finished time in headless Chromium, next to a bare
-    one-slider page served at the same time and measured alternately.
+(b) latency: for every slider of every page (the sidebar's in the default step,
+    each step's own sliders in that step, and the heavy views the issues name),
+    the median key press → rerun finished time in headless Chromium, next to a
+    bare one-slider page served at the same time and measured alternately.
 (c) page-specific benchmarks in bench/<page>.py, when present (main() prints a table).
 
-Options: --only kernels|latency|pages, --rounds N.
+Options: --only kernels|latency|pages, --rounds N, --pages scaling cost … (latency only).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote_plus, unquote_plus
 
 import torch
 import torch.nn.functional as F
@@ -93,38 +95,83 @@ def bench_kernels(rounds: int) -> None:
         )
 
 
-def bench_latency(rounds: int) -> None:
-    from tests.support.browser import chromium, open_page, rerun_latency_ms, streamlit_server
+def _views() -> list[tuple[str, str]]:
     from ui.lesson import available
 
     views = []
     for lesson in available():
         views.append((lesson.url_path, ""))
         views += [(lesson.url_path, qs) for qs in HEAVY_VIEWS.get(lesson.url_path, [])]
+    return views
+
+
+def _press_pairs(page, bare, rounds: int, index: int, within: str) -> tuple[float, float]:
+    """Alternate presses on the bare page and on one slider of `page`; return both p50s."""
+    from tests.support.browser import rerun_latency_ms
+
+    p, q = [], []
+    for i in range(rounds):
+        key = "ArrowRight" if i % 2 == 0 else "ArrowLeft"  # two values, back and forth
+        q.append(rerun_latency_ms(bare, key=key))
+        p.append(rerun_latency_ms(page, index, key=key, within=within))
+    return statistics.median(p), statistics.median(q)
+
+
+def bench_latency(rounds: int, pages: list[str] | None = None) -> None:
+    """Every slider of every step: the sidebar's in the default step (where a link lands),
+    each step's own sliders in that step."""
+    from tests.support.browser import (
+        MAIN_SLIDERS,
+        SIDEBAR_SLIDERS,
+        chromium,
+        open_page,
+        step_labels,
+        streamlit_server,
+    )
+
     print(
         "\n(b) rerun latency, key press -> rerun finished, headless Chromium,"
-        f" {rounds} presses each"
+        f" {rounds} presses per slider, alternating with the bare one-slider page"
     )
-    print(f"{'view':<42} {'page p50':>9} {'bare p50':>9} {'ratio':>6}")
-    print("-" * 70)
+    print(f"{'view':<44} {'slider':<34} {'page':>6} {'bare':>6} {'ratio':>6}")
+    print("-" * 100)
+    summary = []
     with (
         streamlit_server() as app_url,
         streamlit_server("bench/bare_app.py") as bare_url,
         chromium() as b,
     ):
-        for path, qs in views:
-            page, _ = open_page(b, f"{app_url}/{path}" + (f"?{qs}" if qs else ""))
-            bare, _ = open_page(b, bare_url)
-            p, q = [], []
-            for i in range(rounds):
-                key = "ArrowRight" if i % 2 == 0 else "ArrowLeft"  # two values, back and forth
-                q.append(rerun_latency_ms(bare, key=key))
-                p.append(rerun_latency_ms(page, key=key))
+        bare, _ = open_page(b, bare_url)
+        for path, qs in _views():
+            if pages is not None and path not in pages:
+                continue
+            base = f"{app_url}/{path}"
+            page, _ = open_page(b, base + (f"?{qs}" if qs else ""))
+            steps = step_labels(page)
+            targets = [(qs, SIDEBAR_SLIDERS), (qs, MAIN_SLIDERS)]
+            targets += [
+                ("&".join(x for x in (qs, f"step={quote_plus(s)}") if x), MAIN_SLIDERS)
+                for s in steps[1:]
+            ]
             page.context.close()
-            bare.context.close()
-            name = ("/" + path) + (f"?{qs}" if qs else "")
-            pm, qm = statistics.median(p), statistics.median(q)
-            print(f"{name:<42} {pm:>7.0f}ms {qm:>7.0f}ms {pm / qm:>6.2f}")
+            ratios = []
+            for view_qs, within in targets:
+                page, _ = open_page(b, base + (f"?{view_qs}" if view_qs else ""))
+                sliders = page.locator(within)
+                name = f"/{path}" + (f"?{unquote_plus(view_qs)}" if view_qs else "")
+                for i in range(sliders.count()):
+                    label = page.locator(within.replace(' input[type="range"]', "")).nth(i)
+                    label = label.inner_text().split("\n")[0][:33]
+                    pm, qm = _press_pairs(page, bare, rounds, i, within)
+                    ratios.append(pm / qm)
+                    print(f"{name[:44]:<44} {label:<34} {pm:>4.0f}ms {qm:>4.0f}ms {pm / qm:>6.2f}")
+                page.context.close()
+            if ratios:
+                summary.append((f"/{path}" + (f"?{qs}" if qs else ""), ratios))
+    print(f"\n{'view':<44} {'sliders':>7} {'median ratio':>12} {'worst':>6}")
+    for name, ratios in summary:
+        med = statistics.median(ratios)
+        print(f"{name[:44]:<44} {len(ratios):>7} {med:>12.2f} {max(ratios):>6.2f}")
 
 
 def bench_pages() -> None:
@@ -145,11 +192,12 @@ def main() -> None:
     )
     ap.add_argument("--only", choices=["kernels", "latency", "pages"])
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--pages", nargs="*", help="url paths for the latency table (default: all)")
     a = ap.parse_args()
     if a.only in (None, "kernels"):
         bench_kernels(a.rounds)
     if a.only in (None, "latency"):
-        bench_latency(a.rounds)
+        bench_latency(a.rounds, a.pages)
     if a.only in (None, "pages"):
         bench_pages()
 

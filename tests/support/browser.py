@@ -146,9 +146,18 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900):
     return page, errors
 
 
-def rerun_latency_ms(page, slider_index: int = 0, key: str = "ArrowRight") -> float:
-    """Press a key on a slider; return key press -> last message of the rerun, in ms."""
-    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').nth(slider_index)
+SLIDERS = '[data-testid="stSlider"] input[type="range"]'
+SIDEBAR_SLIDERS = f'[data-testid="stSidebar"] {SLIDERS}'
+MAIN_SLIDERS = f'[data-testid="stMain"] {SLIDERS}'
+
+
+def rerun_latency_ms(
+    page, slider_index: int = 0, key: str = "ArrowRight", *, within: str = SLIDERS
+) -> float:
+    """Press a key on a slider; return key press -> last message of the rerun, in ms.
+
+    `slider_index` counts the sliders matched by `within` (all of them by default)."""
+    thumb = page.locator(within).nth(slider_index)
     value, lo, hi = (float(thumb.get_attribute(a)) for a in ("value", "min", "max"))
     if value >= hi:
         key = "ArrowLeft"  # at the end of its range the key would change nothing (no rerun)
@@ -164,6 +173,11 @@ def rerun_latency_ms(page, slider_index: int = 0, key: str = "ArrowRight") -> fl
             " return a[a.length - 1] - window.__t0; }"
         )
     )
+
+
+def step_labels(page) -> list[str]:
+    """The labels of a page's step tabs (ui.steps), in order; [] on a page without tabs."""
+    return [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
 
 
 def plotly_count(page) -> int:
