@@ -53,19 +53,30 @@ PAYLOADS = ("<script", "<img", "<b>", "javascript:")
 WIDGETS = ("slider", "select_slider", "toggle", "radio", "selectbox", "number_input", "multiselect")
 
 
-def _page_keys(file: str) -> tuple[list[str], list[str], set[str]]:
-    """The page's URL-bound controls: (checked keys, free-text keys, multiselect keys)."""
-    at = run_page(file)
-    keys, text = [], []
-    multi = {w.key for w in at.multiselect if w.key}
-    for kind in WIDGETS:
-        for w in getattr(at, kind):
-            if w.key and not w.key.startswith(("_", "$$", "pick-", "guess-")):
-                keys.append(w.key)
-    for w in at.text_input:
-        if w.key and not w.key.startswith(("_", "$$")):
-            text.append(w.key)
-    return sorted(set(keys)), sorted(set(text)), multi
+def _step_labels(at) -> list[str]:
+    """The page's ui.steps tab labels ([] without steps)."""
+    return [t.label for t in at.tabs]
+
+
+def _page_keys(file: str) -> tuple[dict[str, str | None], list[str], set[str]]:
+    """The page's URL-bound controls: ({checked key: step that shows it}, free-text keys,
+    multiselect keys). A control in a ui.steps tab only exists while its step is open, so
+    each step is visited; `step` itself is a checked key on a page with steps."""
+    first = run_page(file)
+    labels = _step_labels(first)
+    runs = [(None, first)] + [(label, run_page(file, step=label)) for label in labels[1:]]
+    keys: dict[str, str | None] = {"step": None} if labels else {}
+    text, multi = [], set()
+    for label, at in runs:
+        multi |= {w.key for w in at.multiselect if w.key}
+        for kind in WIDGETS:
+            for w in getattr(at, kind):
+                if w.key and not w.key.startswith(("_", "$$", "pick-", "guess-")):
+                    keys.setdefault(w.key, label)
+        for w in at.text_input:
+            if w.key and not w.key.startswith(("_", "$$")) and w.key not in text:
+                text.append(w.key)
+    return dict(sorted(keys.items())), sorted(text), multi
 
 
 def _took(raw: str, value) -> bool:
@@ -97,12 +108,17 @@ def test_hostile_links_never_crash_never_inject_and_are_announced(lesson):
     keys, text_keys, multi = _page_keys(lesson.file)
     assert keys or text_keys, "a page with no URL-bound controls?"
     rng = random.Random(f"fuzz-{lesson.url_path}")
-    all_keys = keys + text_keys
+    all_keys = list(keys) + text_keys
     for case in range(N_CASES):
         params = {
             k: rng.choice(HOSTILE)
             for k in rng.sample(all_keys, min(len(all_keys), rng.randint(1, 3)))
         }
+        # A control inside a step is only drawn (and checked) when the link opens that step.
+        steps = [keys[k] for k in params if keys.get(k)]
+        if steps and "step" not in params:
+            params["step"] = steps[0]
+        checked = {k for k in params if k in keys and keys[k] in (None, params.get("step"))}
         if rng.random() < 0.2:
             params["unknown_" + str(case)] = rng.choice(HOSTILE)
         at = run_page(lesson.file, **params)
@@ -112,7 +128,7 @@ def test_hostile_links_never_crash_never_inject_and_are_announced(lesson):
             assert not any(p in body for p in PAYLOADS), (where, body[:200])
         notes = " ".join(w.value for w in at.warning)
         for k, v in params.items():
-            if k not in keys or (k in multi and v == ""):
+            if k not in checked or (k in multi and v == ""):
                 continue  # free text is valid by definition, and so is an empty selection
             try:
                 took = _took(v, at.session_state[k])
