@@ -43,6 +43,10 @@ CAPTIONS = {
 }
 CUSTOM_CHARS = 3000
 LENGTHS = "5,3,7"
+STEPS = ("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost")
+# the sidebar's controls; each step's own controls show their notes inside the step
+MAIN_CONTROLS = ("mask", "tokens", "window", "prefix", "lengths", "causal", "custom", "example",
+                 "fill", "dtype", "logit_size")  # fmt: skip
 
 
 def quote(x) -> str:
@@ -80,19 +84,29 @@ def outcomes(spec: tuple, logit_size: float) -> list:
 # Building a plotly figure costs ~30 ms; these caches hand back the same read-only Chart
 # objects (cache_resource: no pickling), bounded, keyed only by the controls they use.
 @st.cache_resource(max_entries=32, show_spinner=False)
-def main_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
-    m = main_view(spec, fill, dtype, logit_size, example)
+def mask_chart(spec: tuple, example: int):
     kind = spec[0]
+    keep = build_mask(kind, spec[1], **dict(spec[2]))  # (B, T, T)
+    keep = keep[min(example, keep.shape[0] - 1)].numpy()
     who = f" — example {example}" if kind == "padding" else ""
-    mask = fig.mask_chart(
-        m["keep"], title=f"Mask: {kind}{who}", caption=CAPTIONS[kind], clickable=kind == "custom"
+    return fig.mask_chart(
+        keep, title=f"Mask: {kind}{who}", caption=CAPTIONS[kind], clickable=kind == "custom"
     )
-    return m, [
-        mask,
-        fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=dtype),
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def logits_chart(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
+    m = main_view(spec, fill, dtype, logit_size, example)
+    return fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=dtype)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def weight_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
+    m = main_view(spec, fill, dtype, logit_size, example)
+    return (
         fig.plain_weights_chart(m["weights"], m["keep"], nan_rows=m["nan_rows"]),
         fig.safe_weights_chart(m["safe"], m["keep"]),
-    ]
+    )
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -101,13 +115,17 @@ def fill_chart(spec: tuple, logit_size: float, fill: str, dtype: str):
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def shapes_charts(batch: int, T_q: int, T: int, lengths: tuple, example: int):
-    """The cross-attention chart, and the bug lab: its messages and (when silent) its charts."""
+def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
     keep, w, used = cross_attention_demo(T_q, T, lengths, device=ui.device())
     b = min(example, len(used) - 1)
-    cross = fig.cross_chart(
+    return fig.cross_chart(
         w[b].float().cpu().numpy(), keep[b].cpu().numpy(), example=b, length=used[b], T_q=T_q, T_k=T
     )
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def bug_lab(batch: int, T_q: int, T: int, lengths: tuple, example: int):
+    """The bug lab: its messages and (when the bare mask runs silently) its two charts."""
     lab = broadcast_lab(batch, T_q, T, lengths)
     charts = []
     if lab.wrong_keep is not None and batch > 1:
@@ -119,7 +137,7 @@ def shapes_charts(batch: int, T_q: int, T: int, lengths: tuple, example: int):
             ),
             fig.broadcast_diff(lab.diff.numpy()),
         ]
-    return cross, (lab.torch_error, lab.core_error), charts
+    return (lab.torch_error, lab.core_error), charts
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -128,7 +146,7 @@ def cost_view(T: int):
 
 
 # ----------------------------------------------------------------------------- predict, then reveal
-# Truths come from attn_core for the instance the sidebar picks (T, fill, precision, logit size,
+# Truths come from attn_core for the instance the controls pick (T, fill, precision, logit size,
 # T_q, lengths); each exercise key holds all of them, so a new instance starts unrevealed.
 @st.cache_data(max_entries=32, show_spinner=False)
 def empty_row_truth(T: int, fill: str, dtype: str, logit_size: float) -> tuple[str, list]:
@@ -156,12 +174,11 @@ def empty_row_exercise(c: dict) -> None:
     )
 
 
-def broadcast_exercises(c: dict) -> None:
-    n, T = c["T_q"], c["T"]
-    lengths = batch_lengths(c["lengths"], n, T)  # what the batch of n examples holds
-    verdict, wrong = broadcast_truth(n, T, c["lengths"])
+def broadcast_exercises(n: int, T: int, given: tuple) -> None:
+    lengths = batch_lengths(given, n, T)  # what the batch of n examples holds
+    verdict, wrong = broadcast_truth(n, T, given)
     choices = dict(zip(("raises", "right", "wrong"), BCAST_CHOICES, strict=True))
-    case = f"{n}-{T}-{'.'.join(map(str, c['lengths']))}"
+    case = f"{n}-{T}-{'.'.join(map(str, given))}"
     setting = BCAST_SETTING.format(n=n, T=T, lengths=", ".join(map(str, lengths)))
     ui.predict_choice(
         f"mask-bcast-{case}",
@@ -197,6 +214,7 @@ def flip_cell(grid_key: str, T: int) -> None:
 
 
 def controls() -> dict:
+    """The controls every step reads; a step's own controls sit inside that step."""
     c: dict = {}
     with ui.controls_area():
         st.subheader("Mask")
@@ -228,24 +246,42 @@ def controls() -> dict:
                 ui.note(message)
             opts["cells"] = tuple(sorted(cells.cells))
         c["example"] = ui.radio("example", "Example shown", range(len(c["lengths"])), 0)
+        c["example"] = min(c["example"], len(c["lengths"]) - 1)
         c["spec"] = (kind, T, tuple(sorted(opts.items())))
         st.subheader("Fill and precision")
         c["fill"] = ui.radio("fill", "Fill for forbidden logits", FILLS, "-inf", help=FILL_HELP)
         c["dtype"] = ui.radio("dtype", "Precision", list(DTYPES), "float32")
         c["logit_size"] = ui.log_slider("logit_size", "Logit size (std of scores)", 1, 30000, 1)
-        st.subheader("Shapes")
-        c["batch"] = ui.slider("batch", "Batch size B (bug lab)", 1, 48, 3)
-        c["T_q"] = ui.slider("T_q", "Query length T_q", 1, 48, 6)
-        c["T_time"] = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)
     return c
 
 
-def mask_section(c: dict) -> dict:
-    st.subheader("1 · The mask, the masked logits, the weights")
-    example = min(c["example"], len(c["lengths"]) - 1)
-    m, (mask, logits, plain, safe) = main_charts(
-        c["spec"], c["fill"], c["dtype"], c["logit_size"], example
-    )
+def query_length() -> int:
+    """T_q, shown by two steps: the same widget (same key and arguments) in whichever is open."""
+    return ui.slider("T_q", "Query length T_q", 1, 48, 6)
+
+
+def row_notices(c: dict, m: dict) -> None:
+    if m["overflow"]:
+        big = fig.fmt_value(float(torch.finfo(DTYPES[c["dtype"]]).max))
+        st.info(
+            f"{m['overflow']} allowed scores are already ±inf: {c['dtype']} stops at {big}, and "
+            "these logits are larger. A row holding +inf comes out NaN whatever the fill; "
+            "lower the logit size.",
+            icon=":material/warning:",
+        )
+    if m["empty"]:
+        rows = ", ".join(map(str, m["empty"]))
+        st.info(
+            f"Query row {rows} may attend to **no key at all** (∅). {EMPTY}",
+            icon=":material/block:",
+        )
+
+
+def mask_step(c: dict) -> None:
+    st.subheader("1 · The mask and the masked logits")
+    setting = (c["spec"], c["fill"], c["dtype"], c["logit_size"], c["example"])
+    m = main_view(*setting)
+    mask = mask_chart(c["spec"], c["example"])
     left, right = st.columns(2)
     with left:
         if c["kind"] == "custom":  # a fresh key per mask: the new chart starts unselected
@@ -262,31 +298,15 @@ def mask_section(c: dict) -> dict:
         else:
             ui.show(mask)
     with right:
-        ui.show(logits)
-    left, right = st.columns(2)
-    with left:
-        ui.show(plain)
-    with right:
-        ui.show(safe)
-    if m["overflow"]:
-        big = fig.fmt_value(float(torch.finfo(DTYPES[c["dtype"]]).max))
-        st.info(
-            f"{m['overflow']} allowed scores are already ±inf: {c['dtype']} stops at {big}, and "
-            "these logits are larger. A row holding +inf comes out NaN whatever the fill; "
-            "lower the logit size.",
-            icon=":material/warning:",
-        )
-    if m["empty"]:
-        rows = ", ".join(map(str, m["empty"]))
-        st.info(
-            f"Query row {rows} may attend to **no key at all** (∅). {EMPTY}",
-            icon=":material/block:",
-        )
-    return m
+        ui.show(logits_chart(*setting))
+    row_notices(c, m)
+    ui.try_this(TRY_MASK)
 
 
-def fill_section(c: dict, m: dict) -> None:
-    st.subheader("2 · The fill value: −inf, −1e9, finfo.min or −1e4?")
+def weights_step(c: dict) -> None:
+    st.subheader("2 · The weights: a plain softmax against the safe path")
+    setting = (c["spec"], c["fill"], c["dtype"], c["logit_size"], c["example"])
+    m = main_view(*setting)
     a, b, d, e = st.columns(4)
     a.metric(f"Fill as {c['dtype']} stores it", fig.fmt_value(m["stored"]))
     b.metric("Rows that came out NaN", m["nan_rows"])
@@ -300,24 +320,49 @@ def fill_section(c: dict, m: dict) -> None:
             "overflows to −inf without a word.",
             icon=":material/error:",
         )
-    ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
-    empty_row_exercise(c)
+    plain, safe = weight_charts(*setting)
+    left, right = st.columns(2)
+    with left:
+        ui.show(plain)
+    with right:
+        ui.show(safe)
+    row_notices(c, m)
     ui.try_this(TRY_FILL)
 
 
-def shapes_section(c: dict) -> None:
-    B, T_q = c["batch"], c["T_q"]
-    cross, (torch_error, core_error), bug = shapes_charts(
-        B, T_q, c["T"], c["lengths"], c["example"]
-    )
-    st.subheader("3 · Cross-attention: padding on the keys only")
+def fill_step(c: dict) -> None:
+    st.subheader("3 · The fill value: −inf, −1e9, finfo.min or −1e4?")
+    ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
+    empty_row_exercise(c)
+    ui.explain("Why −inf, and why not always −inf?", EXPLAIN_FILL)
+
+
+@st.fragment
+def cross_step(T: int, lengths: tuple, example: int) -> None:
+    """Its own fragment: T_q reruns this step only."""
+    st.subheader("4 · Cross-attention: padding on the keys only")
     left, right = st.columns([3, 2], vertical_alignment="center")
-    right.markdown(CROSS)
+    with right:
+        T_q = query_length()
+        ui.show_notes(keys=("T_q",))
+        st.markdown(CROSS)
     with left:
-        ui.show(cross)
-    st.subheader("4 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
+        ui.show(cross_chart(T_q, T, lengths, example))
+
+
+@st.fragment
+def bug_step(T: int, lengths: tuple, example: int) -> None:
+    """Its own fragment: B and T_q rerun this step only."""
+    st.subheader("5 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
+    left, right = st.columns(2)
+    with left:
+        B = ui.slider("batch", "Batch size B", 1, 48, 3)
+    with right:
+        T_q = query_length()
+    ui.show_notes(keys=("batch", "T_q"))
+    (torch_error, core_error), bug = bug_lab(B, T_q, T, lengths, example)
     st.code(BUG_CODE, language="python")
-    broadcast_exercises(c)
+    broadcast_exercises(T_q, T, lengths)
     if torch_error:
         st.error(
             f"B = {B} ≠ T_q = {T_q}, so PyTorch refuses — the lucky case.\n\n"
@@ -336,11 +381,17 @@ def shapes_section(c: dict) -> None:
         for chart in bug:
             ui.show(chart)
     ui.try_this(TRY_SHAPES)
+    ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", EXPLAIN_SHAPES)
 
 
 @st.fragment
-def cost_section(T: int) -> None:
-    st.subheader("5 · `is_causal=True` or a materialised causal mask?")
+def cost_step() -> None:
+    """Its own fragment: the timing's T and its button rerun this step only."""
+    st.subheader("6 · `is_causal=True` or a materialised causal mask?")
+    left, _ = st.columns([2, 3])
+    with left:
+        T = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)
+    ui.show_notes(keys=("T_time",))
     st.markdown(COST.format(T=T, mib=T * T / 2**20))
     if not st.button(f"Measure both at T = {T} on this device", icon=":material/timer:"):
         st.caption("A few calls of each (about a second on a CPU); the result is cached.")
@@ -362,13 +413,26 @@ def cost_section(T: int) -> None:
 def run() -> None:
     ui.page_header(FILE, INTRO)
     c = controls()
-    ui.show_notes()
-    m = mask_section(c)
-    fill_section(c, m)
-    shapes_section(c)
-    cost_section(c["T_time"])
-    ui.explain("Why −inf, and why not always −inf?", EXPLAIN_FILL)
-    ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", EXPLAIN_SHAPES)
+    ui.show_notes(keys=MAIN_CONTROLS)
+    tabs = ui.steps("step", STEPS)
+    with tabs[0]:
+        if tabs[0].open:
+            mask_step(c)
+    with tabs[1]:
+        if tabs[1].open:
+            weights_step(c)
+    with tabs[2]:
+        if tabs[2].open:
+            fill_step(c)
+    with tabs[3]:
+        if tabs[3].open:
+            cross_step(c["T"], c["lengths"], c["example"])
+    with tabs[4]:
+        if tabs[4].open:
+            bug_step(c["T"], c["lengths"], c["example"])
+    with tabs[5]:
+        if tabs[5].open:
+            cost_step()
     ui.prev_next(FILE)
 
 
@@ -377,7 +441,8 @@ INTRO = (
     "replaced by −∞ (or a very negative number), so it gets zero weight. Masks enforce "
     "causality, ignore padding, limit attention to a window and keep packed documents apart. "
     "They also fail **quietly**: a fill that is too small, or a mask of the wrong shape, still "
-    "gives numbers — just wrong ones. This page makes each failure visible."
+    "gives numbers — just wrong ones. This page makes each failure visible, one step per tab "
+    "below; the mask, fill and precision controls in the sidebar apply to every step."
 )
 EMPTY = (
     "Softmax over nothing is undefined: with a −inf fill the plain softmax returns NaN there; "
@@ -387,9 +452,25 @@ EMPTY = (
 DIFF_HELP = "Largest |plain output − safe output| over the rows that are not NaN."
 FILL_HELP = "finfo.min is the precision's most negative finite number, e.g. −65504 in float16."
 LEAK_HELP = "Weight that a row with allowed keys puts on forbidden ones (empty rows excluded)."
+TRY_MASK = [
+    (
+        "Pick sliding-window and set the window to 1",
+        "each query reads only itself: the mask is a diagonal, and every masked logit row "
+        "keeps a single coloured cell.",
+    ),
+    (
+        "Pick padding, then switch the example shown",
+        "the grey columns on the right move: each example blocks the keys past its own length, "
+        "for every query alike.",
+    ),
+    (
+        "Pick block-diagonal and turn on causal inside each segment",
+        "each packed document becomes its own small causal triangle.",
+    ),
+]
 TRY_FILL = [
     (
-        "Choose custom, click the diagonal cell of row 0, keep −inf",
+        "Choose custom and flip cell 0-0 (click it on the Mask step), keep −inf",
         "row 0 has no key left: "
         "the plain weights turn NaN, while the safe path shows a row of zeros.",
     ),

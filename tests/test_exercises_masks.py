@@ -4,9 +4,10 @@ import torch
 
 from attn_core import DTYPES, apply_fill, batch_lengths, demo_qkv
 from attn_core.mask_lab import broadcast_lab, broadcast_verdict, custom_mask, empty_row_weights
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, reveal, run_page
 
 PAGE = "pages/masks.py"
+FILL, BUG = "Fill", "Broadcasting bug"  # the steps that hold the exercises
 NAN, ZEROS, SPREAD = (
     "NaN in every entry",
     "All zeros: the row reads nothing",
@@ -26,11 +27,6 @@ EMPTY_CASES = [
 ]
 
 
-def reveal(at, key: str):
-    next(b for b in at.button if b.label == "Reveal" and f"form-{key}-" in str(b.key)).click()
-    return at.run()
-
-
 def questions(at) -> str:
     return "\n".join(m.value for m in at.markdown if "Predict, then reveal" in m.value)
 
@@ -42,14 +38,20 @@ def wrong_pairs(T_q: int, T: int, lengths) -> int:
     return sum(a != b for a in got for b in got)
 
 
-def test_three_exercises_appear_unrevealed():
-    at = run_page(PAGE)
+def test_three_exercises_appear_unrevealed_in_their_steps():
+    assert not questions(run_page(PAGE))  # the first step asks nothing
+    at = run_page(PAGE, step=FILL)
     no_exception(at)
     q = questions(at)
     assert "query 0 now may read **no key at all**" in q and "**-inf** in **float32**" in q
-    assert q.count("**B = T_q = 6**, T_k = 8, key lengths 5, 3, 7, 5, 3, 7") == 2
-    assert "how many come out different" in q
+    assert "B = T_q" not in q
     assert at.radio(key="pick-mask-empty-8--inf-float32-1").value is None
+    assert not at.success
+    at = run_page(PAGE, step=BUG)
+    no_exception(at)
+    q = questions(at)
+    assert q.count("**B = T_q = 6**, T_k = 8, key lengths 5, 3, 7, 5, 3, 7") == 2
+    assert "how many come out different" in q and "no key at all" not in q
     assert not at.success
 
 
@@ -64,13 +66,15 @@ def test_empty_row_answer_is_computed_and_follows_the_fill():
         if expect == "spread":
             assert abs(float(w.double().sum()) - 1) < 1e-3 and float(w[1:].sum()) > 0.5
 
-    at = run_page(PAGE)  # -inf, float32: NaN
+    at = run_page(PAGE, step=FILL)  # -inf, float32: NaN
     at.radio(key="pick-mask-empty-8--inf-float32-1").set_value(NAN)
     reveal(at, "mask-empty-8--inf-float32-1")
     no_exception(at)
     assert any(f"Right: **{NAN}**" in s.value and "[nan, nan" in s.value for s in at.success)
 
-    at = run_page(PAGE, fill="-1e9")  # float32 keeps -1e9 finite: the row reads the future
+    at = run_page(
+        PAGE, fill="-1e9", step=FILL
+    )  # float32 keeps -1e9 finite: the row reads the future
     key = "mask-empty-8--1e9-float32-1"
     at.radio(key=f"pick-{key}").set_value(NAN)
     reveal(at, key)
@@ -86,7 +90,7 @@ def test_broadcast_exercises_right_and_wrong():
     n_wrong = wrong_pairs(6, 8, (5, 3, 7))
     assert broadcast_verdict(6, 6, 8, (5, 3, 7)) == ("wrong", n_wrong) and n_wrong == 24
 
-    at = run_page(PAGE)
+    at = run_page(PAGE, step=BUG)
     at.radio(key="pick-mask-bcast-6-8-5.3.7").set_value(RAISES)
     reveal(at, "mask-bcast-6-8-5.3.7")
     no_exception(at)
@@ -102,7 +106,7 @@ def test_a_new_instance_changes_the_answer():
     # T_q = 4: lengths 5, 3, 7, 5; and equal lengths: the bug changes nothing
     n4 = wrong_pairs(4, 8, (5, 3, 7))
     assert n4 == 10 and broadcast_verdict(4, 4, 8, (5, 3, 7)) == ("wrong", n4)
-    at = run_page(PAGE, T_q="4")
+    at = run_page(PAGE, T_q="4", step=BUG)
     no_exception(at)
     assert "**B = T_q = 4**, T_k = 8, key lengths 5, 3, 7, 5" in questions(at)
     at.number_input(key="guess-mask-wrong-4-8-5.3.7").set_value(15)  # at most 4 × 4 = 16 here
@@ -113,7 +117,7 @@ def test_a_new_instance_changes_the_answer():
     assert broadcast_verdict(3, 3, 8, (4, 4, 4)) == ("right", 0)
     diff = broadcast_lab(3, 3, 8, (4, 4, 4)).diff
     assert diff is not None and torch.all(diff == 0)
-    at = run_page(PAGE, T_q="3", lengths="4,4,4")
+    at = run_page(PAGE, T_q="3", lengths="4,4,4", step=BUG)
     at.radio(key="pick-mask-bcast-3-8-4.4.4").set_value(WRONG)
     reveal(at, "mask-bcast-3-8-4.4.4")
     no_exception(at)

@@ -1,4 +1,5 @@
-"""The masks page in Chromium: it renders, and clicking a cell of the custom grid flips it."""
+"""The masks page in Chromium: each step draws its own charts, T_q is shared by two steps,
+and clicking a cell of the custom grid flips it."""
 
 import os
 from pathlib import Path
@@ -37,12 +38,65 @@ def browser():
         yield url, b
 
 
-def test_page_renders_without_exception(browser):
+DRAWN = (
+    """(n) => document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= n"""
+)
+TITLED = """(t) => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .gtitle')]
+  .some(g => g.textContent.startsWith(t))"""
+ALERT = """(t) => [...document.querySelectorAll('[data-testid="stAlert"]')]
+  .some(a => a.innerText.includes(t))"""
+
+
+def wait_charts(page, n: int) -> None:
+    page.wait_for_function(DRAWN, arg=n, timeout=60_000)
+
+
+def open_step(page, label: str, until: str, text: str) -> None:
+    """Click a step's tab; wait until `until` (TITLED, ALERT) holds for `text`."""
+    page.get_by_role("tab", name=label).click()
+    page.wait_for_function(until, arg=text, timeout=60_000)
+    wait_idle(page)
+
+
+def test_each_step_draws_only_its_own_charts(browser):
     url, b = browser
     page, errors = open_page(b, url + "/masks?batch=6", width=1400, height=3000)
-    page.wait_for_function("() => document.querySelectorAll('.main-svg').length > 0")
+    wait_charts(page, 2)
+    assert plotly_count(page) == 2  # the first step: mask and masked logits
+    open_step(page, "Weights", TITLED, "Weights, plain softmax")
+    assert "step=Weights" in page.url
+    assert plotly_count(page) == 2
+    open_step(page, "Broadcasting bug", TITLED, "Which example's padding")
+    assert plotly_count(page) == 2  # B = T_q = 6: the two pictures of the silent bug
     assert page.locator(EXCEPTION).count() == 0 and not errors
-    assert plotly_count(page) >= 7  # mask, logits, 2 weights, fills, cross, 2 broadcast
+    page.context.close()
+
+
+def set_slider(page, label: str, value: int) -> None:
+    """Move a slider with the keyboard until it shows `value`."""
+    box = page.locator('[data-testid="stSlider"]').filter(has_text=label)
+    thumb = box.locator('input[type="range"]')
+    for _ in range(60):
+        now = int(float(thumb.input_value()))
+        if now == value:
+            return
+        thumb.focus()
+        page.keyboard.press("ArrowRight" if now < value else "ArrowLeft")
+        wait_idle(page)
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{label} did not reach {value}")
+
+
+def test_query_length_is_one_control_shared_by_two_steps(browser):
+    url, b = browser
+    page, errors = open_page(b, url + "/masks?step=Cross+attention", width=1400, height=2000)
+    wait_charts(page, 1)
+    set_slider(page, "Query length T_q", 4)
+    page.wait_for_function("() => location.search.includes('T_q=4')", timeout=30_000)
+    open_step(page, "Broadcasting bug", ALERT, "B = 3 ≠ T_q = 4")  # T_q came along
+    assert "step=Broadcasting" in page.url
+    open_step(page, "Cross attention", TITLED, "Cross-attention: 4 queries")
+    assert page.locator(EXCEPTION).count() == 0 and not errors
     page.context.close()
 
 
