@@ -41,41 +41,115 @@ def _labels(tokens: list[str]) -> list[str]:
     return [plot_label(t) for t in tokens]
 
 
+def _row_labels(tokens: list[str]) -> list[str] | None:
+    """Token names for a heatmap's rows, or None (plain auto ticks) when too many to read.
+
+    Every tick label is SVG text the browser lays out on each redraw: 64 of them, overlapping,
+    cost more than the heatmap itself."""
+    return _labels(tokens) if len(tokens) <= 24 else None
+
+
 # ----------------------------------------------------------------------------- heads side by side
 
 
-def _grid_axes(n: int, cols: int, gap: float = 0.05) -> list[tuple[list[float], list[float]]]:
-    """Domains (x, y) for n panels in a grid, row-major from the top left."""
+def _mosaic_shape(n: int, T: int) -> tuple[int, int, int, int, int]:
+    """(cols, rows, gx, gy, height): the panel grid, blank cells between panels, plot height.
+
+    The vertical gap must hold a panel title (about 24 px) at the height the plot gets."""
+    cols = n if n <= 5 else (5 if n <= 10 else 6)  # 9 panels (h = 8) fit in two rows
     rows = math.ceil(n / cols)
-    w = (1.0 - gap * (cols - 1)) / cols
-    hgt = (1.0 - gap * 2.2 * (rows - 1)) / rows
-    out = []
-    for i in range(n):
-        r, c = divmod(i, cols)
-        x0 = c * (w + gap)
-        y1 = 1.0 - r * (hgt + gap * 2.2)
-        out.append(([x0, x0 + w], [max(0.0, y1 - hgt), y1]))
-    return out
+    height = 110 + 225 * rows
+    plot_px = height - 130  # minus the top and bottom margins
+    gy = math.ceil(24 * rows * T / (plot_px - 24 * (rows - 1))) if rows > 1 else 1
+    return cols, rows, max(1, math.ceil(T / 6)), gy, height
 
 
-def heads_grid(weights: Any, tokens: list[str], *, focus: Any | None = None) -> Chart:
+def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = None) -> Chart:
     """Small multiples: up to 16 heads' (T, T) weights, then their average, on one 0–1 scale.
 
-    Built from plain layout dicts (no make_subplots): cheap enough for every rerun.
+    `tokens` label the rows and columns of small maps; None (random vectors, nothing to
+    name) leaves the axes bare and the hover gives positions.
+
+    Drawn on ONE pair of axes: the heads are tiled into one heatmap with blank (NaN) cells
+    between the panels, and the average is a second heatmap in the last slot. In a browser
+    every subplot costs its own axes, ticks and trace; 17 subplots redrew several times
+    slower than this mosaic.
     """
     w = to_numpy(weights)  # (h, T, T)
     h, T, _ = w.shape
     shown = min(h, MAX_PANELS)
-    avg = w.mean(0)  # (T, T)
-    panels = [(w[j], f"head {j + 1}") for j in range(shown)] + [(avg, f"average of {h}")]
-    n = len(panels)
-    cols = n if n <= 5 else (5 if n <= 10 else 6)  # 9 panels (h = 8) fit in two rows
-    rows = math.ceil(len(panels) / cols)
-    labels = _labels(tokens)
-    small = T <= 16  # token labels on the outer panels; beyond that the ticks would collide
-    words_long = max((len(t) for t in labels), default=0) > 3
-    fig = go.Figure()
-    layout: dict = dict(
+    n = shown + 1  # the heads drawn, then their average
+    cols, rows, gx, gy, height = _mosaic_shape(n, T)
+    sx, sy = T + gx, T + gy  # one panel plus its gap, in cells
+    z = np.full((rows * sy - gy, cols * sx - gx), np.nan, dtype=np.float32)  # gaps stay blank
+    # Hover names the head, query and key of a cell; on large maps only the head (three
+    # numbers per cell cost the browser one small array per cell to unpack).
+    small = T <= 24
+    where = np.zeros(z.shape + ((3,) if small else ()), dtype=np.uint8)
+    q, k = np.meshgrid(np.arange(T), np.arange(T), indexing="ij")
+    spots = [divmod(i, cols) for i in range(n)]  # (row, col) of each panel
+    for j, (r, c) in enumerate(spots[:shown]):
+        cells = slice(r * sy, r * sy + T), slice(c * sx, c * sx + T)
+        z[cells] = w[j]
+        where[cells] = np.stack([np.full_like(q, j + 1), q, k], -1) if small else j + 1
+    ra, ca = spots[-1]
+    qk = "<br>query #%{customdata[1]} → key #%{customdata[2]}" if small else ""
+    fig = go.Figure(
+        [
+            go.Heatmap(
+                z=z,
+                customdata=where,
+                coloraxis="coloraxis",
+                hoverongaps=False,
+                name="heads (tiled, blank cells between panels)",
+                hovertemplate=("head %{customdata[0]}" if small else "head %{customdata}")
+                + f"{qk}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
+            ),
+            go.Heatmap(
+                z=w.mean(0),  # (T, T)
+                x0=ca * sx,
+                y0=ra * sy,
+                customdata=np.stack([np.zeros_like(q), q, k], -1).astype(np.uint8)
+                if small
+                else None,
+                coloraxis="coloraxis",
+                name=f"average of {h}",
+                hovertemplate=f"average of {h} heads{qk}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
+            ),
+        ]
+    )
+    annotations = []
+    for i, (r, c) in enumerate(spots):
+        is_avg = i == n - 1
+        name = f"<b>average of {h}</b>" if is_avg else f"head {i + 1}"
+        extra = f" · focus {float(focus[i]):.2f}" if focus is not None and not is_avg else ""
+        annotations.append(
+            dict(
+                text=name + extra,
+                x=c * sx + (T - 1) / 2,
+                y=r * sy - 0.5,
+                xref="x",
+                yref="y",
+                xanchor="center",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=13 if cols < 6 else 12, color=OKABE_ITO[3] if is_avg else "#333"),
+            )
+        )
+    # Token labels left of each row of panels and under the bottom-left panel only: every
+    # panel shares these axes, and each label is SVG text the browser has to lay out.
+    labels = _labels(tokens) if tokens is not None else []
+    axis = dict(showgrid=False, zeroline=False, tickfont=dict(size=10))
+    if labels and T <= 16:
+        x_ticks = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels)
+        y_ticks = dict(
+            tickmode="array",
+            tickvals=[r * sy + j for r in range(rows) for j in range(T)],
+            ticktext=labels * rows,
+        )
+    else:
+        x_ticks = y_ticks = dict(showticklabels=False, ticks="")
+    fig.update_layout(
         title=dict(
             text=f"Every head's attention weights ({shown} of {h} heads shown) and their average",
             x=0.0,
@@ -83,67 +157,26 @@ def heads_grid(weights: Any, tokens: list[str], *, focus: Any | None = None) -> 
             font=dict(size=17),
         ),
         font=dict(size=13),
-        height=110 + 225 * rows,
+        height=height,
         margin=dict(l=70, r=10, t=70, b=60),
         coloraxis=WEIGHT_COLORAXIS,
-        annotations=[],
+        annotations=annotations,
         hoverlabel=dict(font_size=14),
-    )
-    for i, ((z, name), (dx, dy)) in enumerate(
-        zip(panels, _grid_axes(len(panels), cols), strict=True)
-    ):
-        ax = "" if i == 0 else str(i + 1)
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                coloraxis="coloraxis",
-                xaxis=f"x{ax}",
-                yaxis=f"y{ax}",
-                xgap=1 if T <= 24 else 0,
-                ygap=1 if T <= 24 else 0,
-                name=name,
-                hovertemplate=f"{name}<br>query #%{{y}} → key #%{{x}}<br>"
-                f"weight %{{z:{NUM_FMT}}}<extra></extra>",
-            )
-        )
-        r, c = divmod(i, cols)
-        # Token labels only along the outer edges (bottom of each column, left of each row),
-        # and only on small maps: inner panels stay clean.
-        labelled = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels)
-        x_ticks = labelled if small and i + cols >= len(panels) else dict(showticklabels=False)
-        y_ticks = labelled if small and c == 0 else dict(showticklabels=False)
-        layout[f"xaxis{ax}"] = dict(
-            domain=dx,
-            anchor=f"y{ax}",
-            title=dict(text=X_KEY if r == rows - 1 and c == 0 else ""),
-            tickfont=dict(size=10),
-            tickangle=-60 if words_long else 0,
+        plot_bgcolor="white",
+        xaxis=dict(
+            title=dict(text=X_KEY),
+            range=[-0.5, z.shape[1] - 0.5],
+            tickangle=-60 if max((len(t) for t in labels), default=0) > 3 else None,  # None: auto
+            **axis,
             **x_ticks,
-        )
-        layout[f"yaxis{ax}"] = dict(
-            domain=dy,
-            anchor=f"x{ax}",
-            autorange="reversed",
-            title=dict(text=Y_QUERY if c == 0 and r == 0 else ""),
-            tickfont=dict(size=10),
+        ),
+        yaxis=dict(
+            title=dict(text=Y_QUERY),
+            range=[z.shape[0] - 0.5, -0.5],  # row 0 at the top, like a matrix
+            **axis,
             **y_ticks,
-        )
-        extra = f" · focus {float(focus[i]):.2f}" if focus is not None and i < shown else ""
-        is_avg = i == len(panels) - 1
-        layout["annotations"].append(
-            dict(
-                text=f"<b>{name}</b>{extra}" if is_avg else f"{name}{extra}",
-                x=(dx[0] + dx[1]) / 2,
-                y=dy[1],
-                xref="paper",
-                yref="paper",
-                xanchor="center",
-                yanchor="bottom",
-                showarrow=False,
-                font=dict(size=13, color=OKABE_ITO[3] if is_avg else "#333"),
-            )
-        )
-    fig.update_layout(**layout)
+        ),
+    )
     more = (
         f" Heads {MAX_PANELS + 1}–{h} are not drawn one by one; the focus chart below covers all."
         if h > MAX_PANELS
@@ -210,7 +243,7 @@ def head_output_heatmap(o: Any, tokens: list[str], head: int) -> Chart:
         title=f"Head {head}'s output: T × d_k = {T} × {d_k}",
         x_title="component of the head's subspace (d_k)",
         y_title="token",
-        y_labels=_labels(tokens),
+        y_labels=_row_labels(tokens),
         diverging=True,
         colorbar_title="value",
         show_values=T <= 12 and d_k <= 12,
@@ -218,6 +251,8 @@ def head_output_heatmap(o: Any, tokens: list[str], head: int) -> Chart:
     )
     if d_k > 24:
         fig.update_traces(xgap=0)
+    if T > 24:
+        fig.update_traces(ygap=0)
     caption = (
         f"Each row is what head {head} hands back to one token: a weighted average of the "
         f"head's own {d_k}-number value vectors. Rows that look alike came from similar weights."
@@ -235,7 +270,7 @@ def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
         title=f"All heads concatenated before W_o: T × d_model = {T} × {d_model}",
         x_title="component of d_model (head 1's slice first)",
         y_title="token",
-        y_labels=_labels(tokens),
+        y_labels=_row_labels(tokens),
         diverging=True,
         colorbar_title="value",
         show_values=False,
@@ -373,6 +408,7 @@ def diversity_heatmap(js: Any) -> Chart:
         zmin=0.0,
         zmax=1.0,
         colorbar_title="bits",
+        show_values=h <= 4,  # per-cell text doubles what the browser redraws; hover has it
         height=420,
     )
     if h > 16:
@@ -492,7 +528,8 @@ INTRO = (
     "One attention head gives every token **one** probability distribution over the others, "
     "so it can stress one kind of relation at a time. Multi-head attention cuts d_model into h "
     "slices of width d_k = d_model / h and runs an independent head in each — h separate "
-    "distributions per token — then glues the results side by side and mixes them with W_o."
+    "distributions per token — then glues the results side by side and mixes them with W_o. "
+    "Walk through it step by step in the tabs; the settings in the sidebar drive every step."
 )
 
 TRY_HEADS = [
@@ -524,7 +561,7 @@ TRY_CAT = [
     (
         "Set both heads to weight 1 on cat",
         "the two-head output becomes [4, 0, 4, 0]: heads that agree waste their extra room — "
-        "which is why head diversity (below) matters.",
+        "which is why head diversity (the *Diversity* step) matters.",
     ),
 ]
 

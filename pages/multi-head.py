@@ -39,6 +39,7 @@ from figures import multi_head as fg
 FILE = "pages/multi-head.py"
 SENTENCE = "The tired cat sat on the warm mat"
 INPUTS = ["random", "sentence"]  # URL values, shown as they are so links stay readable
+STEPS = ("Heads", "Outputs", "Reshape", "Cost", "Tired cat", "Diversity")  # ?step= values
 
 # Results are cached as resources (shared, never copied) and only ever read: the figures in
 # them go straight to st.plotly_chart, so a plain rerun does no compute and no figure building.
@@ -46,23 +47,26 @@ INPUTS = ["random", "sentence"]  # URL values, shown as they are so links stay r
 
 @st.cache_resource(max_entries=6, show_spinner="Running the heads…")
 def lab(d_model: int, heads: int, kv_heads: int, words: tuple[str, ...], T: int, seed: int):
-    """Everything that depends on the layer and its input; words=() means T random vectors."""
+    """The layer and its run on the input; words=() means T random vectors."""
     dev = ui.device()
     x = embed_words_fixed(list(words), d_model) if words else random_tokens(T, d_model, seed)
     x = x.to(dev)  # (T, d_model)
     m = seeded_mha(d_model, heads, kv_heads, seed, device=dev)
-    run = run_heads(x, m)
-    focus = mean_focus(run.weights)  # (h,)
     ticks = list(words) if words else [f"t{i + 1}" for i in range(T)]
-    return dict(
-        x=x,
-        m=m,
-        run=run,
-        ticks=ticks,
-        curve=pruning_curve(run)[1],
-        grid=fg.heads_grid(run.weights, ticks, focus=focus),
-        focus=fg.focus_bars(focus, float(mean_focus(run.weights.mean(0))), T),
-        diversity=fg.diversity_heatmap(head_diversity(run.weights.cpu())),
+    return dict(x=x, m=m, run=run_heads(x, m), ticks=ticks)
+
+
+# Each step's figures are cached on their own, so a step builds only what it shows.
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def heads_view(key: tuple) -> tuple:
+    L = lab(*key)
+    w = L["run"].weights  # (h, T, T)
+    focus = mean_focus(w)  # (h,)
+    return (
+        fg.heads_grid(w, list(key[3]) or None, focus=focus),  # t1, t2… would label nothing
+        fg.focus_bars(focus, float(mean_focus(w.mean(0))), key[4]),
     )
 
 
@@ -75,12 +79,19 @@ def outputs_view(key: tuple, head: int) -> tuple:
     )
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def diversity_view(key: tuple) -> tuple:
+    """(diversity chart, pruning curve): the curve prunes heads one by one, so it waits here."""
+    run = lab(*key)["run"]
+    return fg.diversity_heatmap(head_diversity(run.weights.cpu())), pruning_curve(run)[1]
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def pruning_view(key: tuple, pruned: tuple[int, ...]) -> tuple:
     L = lab(*key)
     y = pruned_forward(L["x"], L["m"], [j - 1 for j in pruned])  # (T, d_model), via head_mask
     rel, cos = output_change(L["run"].output, y)
-    return rel, cos, fg.pruning_chart(L["curve"], key[1], len(pruned), rel)
+    return rel, cos, fg.pruning_chart(diversity_view(key)[1], key[1], len(pruned), rel)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -224,7 +235,7 @@ def kv_control(heads: int) -> int:
 
 @st.fragment
 def tired_cat() -> None:
-    st.subheader("Why not one head? “The tired cat sat”")
+    st.subheader("5 · Why not one head? “The tired cat sat”")
     st.markdown(fg.CAT_INTRO)
     one, two = st.columns(2, gap="large")
     with one:
@@ -242,7 +253,7 @@ def tired_cat() -> None:
 
 @st.fragment
 def outputs_section(key: tuple, heads: int) -> None:
-    st.subheader("What each head hands back, and the concatenation")
+    st.subheader("2 · What each head hands back, and the concatenation")
     if st.session_state.get("head", 1) > heads:
         st.session_state["head"] = heads
     with st.columns([1, 3])[0]:
@@ -276,7 +287,7 @@ def pruning_section(key: tuple, heads: int) -> None:
 
 
 def reshape_section(walk) -> None:
-    st.subheader("The reshape, with live shapes")
+    st.subheader("3 · The reshape, with live shapes")
     st.markdown(fg.reshape_table_md(walk.steps))
     if walk.view_error:
         st.markdown(
@@ -325,12 +336,39 @@ def read_controls() -> tuple:
     return d_model, heads, kv_heads, words, T, seed
 
 
+def heads_step(key: tuple) -> None:
+    st.subheader("1 · Every head at once")
+    grid, focus = heads_view(key)
+    ui.show(grid)
+    ui.show(focus)
+    ui.try_this(fg.TRY_HEADS)
+
+
+def cost_step(d_model: int, heads: int, kv_heads: int, T: int) -> None:
+    st.subheader("4 · What heads cost")
+    params_md, kv_md, _ = cost_view(d_model, heads, kv_heads, T)
+    params_exercise(d_model, heads)
+    st.markdown(params_md)
+    st.caption(fg.PARAMS_NOTE)
+    st.markdown(kv_md)
+    st.caption(fg.KV_NOTE)
+
+
+def diversity_step(key: tuple, heads: int) -> None:
+    st.subheader("6 · Are the heads different? Diversity and pruning")
+    ui.show(diversity_view(key)[0])
+    mqa_exercise(key)
+    pruning_section(key, heads)
+    prune_exercise(key)
+    ui.try_this(fg.TRY_PRUNE)
+    ui.explain("Untrained heads versus trained heads", fg.UNTRAINED_VS_TRAINED)
+
+
 def run() -> None:
     ui.page_header(FILE, fg.INTRO)
     key = read_controls()  # (d_model, heads, kv_heads, words, T, seed)
-    notes = st.container()  # filled at the end, so controls further down can report bad links
+    notes = st.container()  # filled at the end, so controls inside the open step can report
     d_model, heads, kv_heads, words, T, _ = key
-    L = lab(*key)
     m = st.columns(4)
     m[0].metric(f"d_k = d_model / h = {d_model} / {heads}", d_model // heads)
     m[1].metric("tokens T", T)
@@ -343,30 +381,26 @@ def run() -> None:
     if words:
         st.caption("Tokens: " + " · ".join(ui.escape(w) for w in words))
 
-    st.subheader("Every head at once")
-    ui.show(L["grid"])
-    ui.show(L["focus"])
-    ui.try_this(fg.TRY_HEADS)
-    outputs_section(key, heads)
-    params_md, kv_md, walk = cost_view(d_model, heads, kv_heads, T)
-    reshape_section(walk)
-
-    st.subheader("What heads cost")
-    params_exercise(d_model, heads)
-    st.markdown(params_md)
-    st.caption(fg.PARAMS_NOTE)
-    st.markdown(kv_md)
-    st.caption(fg.KV_NOTE)
-
-    tired_cat()
-
-    st.subheader("Are the heads different? Diversity and pruning")
-    ui.show(L["diversity"])
-    mqa_exercise(key)
-    pruning_section(key, heads)
-    prune_exercise(key)
-    ui.try_this(fg.TRY_PRUNE)
-    ui.explain("Untrained heads versus trained heads", fg.UNTRAINED_VS_TRAINED)
+    # Only the open step runs: a sidebar control then redraws that step's charts alone.
+    tabs = ui.steps("step", STEPS)
+    with tabs[0]:
+        if tabs[0].open:
+            heads_step(key)
+    with tabs[1]:
+        if tabs[1].open:
+            outputs_section(key, heads)
+    with tabs[2]:
+        if tabs[2].open:
+            reshape_section(cost_view(d_model, heads, kv_heads, T)[2])
+    with tabs[3]:
+        if tabs[3].open:
+            cost_step(d_model, heads, kv_heads, T)
+    with tabs[4]:
+        if tabs[4].open:
+            tired_cat()
+    with tabs[5]:
+        if tabs[5].open:
+            diversity_step(key, heads)
     with notes:
         ui.show_notes()
     ui.prev_next(FILE)

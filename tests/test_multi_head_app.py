@@ -2,9 +2,26 @@
 
 import pytest
 
-from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+from tests.support.apptest import (
+    all_specs,
+    no_exception,
+    plotly_specs,
+    run_page,
+    run_steps,
+    warnings,
+)
 
 PAGE = "pages/multi-head.py"
+STEPS = ["Heads", "Outputs", "Reshape", "Cost", "Tired cat", "Diversity"]
+FIRST = 2  # charts in the first (default) step
+TITLES = {  # step -> the start of each chart title it shows, in order
+    "Heads": ["Every head's attention weights", "How sharply each head focuses"],
+    "Outputs": ["Head 1's output", "All heads concatenated before W_o"],
+    "Reshape": [],
+    "Cost": [],
+    "Tired cat": ["One head: 0.50 on cat", "Two heads: [head 1 | head 2]"],
+    "Diversity": ["How different are the heads?", "How far the output moves"],
+}
 
 
 def _titles(at) -> list[str]:
@@ -19,7 +36,13 @@ def _markdown(at) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
-def test_defaults_show_heads_outputs_reshape_costs_cat_and_pruning():
+def _starts(titles: list[str], wanted: list[str]) -> bool:
+    return len(titles) == len(wanted) and all(
+        t.startswith(w) for t, w in zip(titles, wanted, strict=True)
+    )
+
+
+def test_defaults_show_only_the_first_step():
     at = run_page(PAGE)
     no_exception(at)
     assert at.title[0].value == "Multi-head"
@@ -27,19 +50,62 @@ def test_defaults_show_heads_outputs_reshape_costs_cat_and_pruning():
     assert _metric(at, "d_k = d_model / h = 512 / 8") == "64"
     assert _metric(at, "attention kind") == "MHA"
     titles = _titles(at)
-    assert len(titles) == 8
+    assert len(titles) == FIRST and _starts(titles, TITLES["Heads"])  # a closed step sends nothing
     assert "(8 of 8 heads shown) and their average" in titles[0]
-    assert any("T × d_k = 10 × 64" in t for t in titles)
-    assert any("T × d_model = 10 × 512" in t for t in titles)
-    assert any("[4, 0 | 0, 4]" in t for t in titles)  # the two heads keep cat and tired apart
-    assert any("0.50 on cat" in t for t in titles)
     grid = plotly_specs(at)[0]
     assert grid["layout"]["coloraxis"]["cmax"] == 1
-    md = _markdown(at)
+    assert [t["type"] for t in grid["data"]] == ["heatmap", "heatmap"]  # one mosaic + average
+    assert "Try this" in _markdown(at)
+    assert not at.code and not at.multiselect  # the reshape and pruning steps did not run
+
+
+def test_every_step_shows_its_own_charts_and_all_charts_appear():
+    runs = run_steps(PAGE, STEPS)
+    for step, at in zip(STEPS, runs, strict=True):
+        no_exception(at)
+        assert not warnings(at), (step, warnings(at))
+        assert _starts(_titles(at), TITLES[step]), (step, _titles(at))
+        assert _metric(at, "distributions per token") == "8"  # the metrics row is above the tabs
+    shown = [s["layout"]["title"]["text"] for s in all_specs(runs)]
+    assert _starts(shown, [t for step in STEPS for t in TITLES[step]])
+    _, outputs, reshape, cost, cat, diversity = runs
+    assert any("T × d_k = 10 × 64" in t for t in _titles(outputs))
+    assert any("T × d_model = 10 × 512" in t for t in _titles(outputs))
+    assert any("view size is not compatible" in c.value for c in reshape.code)
+    md = _markdown(cost)
     assert "1,050,624" in md  # 4·512² + 4·512, for h = 1 and h = 8 alike
     assert "MQA" in md and "GQA" in md and "← current" in md
-    assert any("view size is not compatible" in c.value for c in at.code)
-    assert _metric(at, "Output moved by") == "0.0%"
+    assert any("[4, 0 | 0, 4]" in t for t in _titles(cat))  # two heads keep cat and tired apart
+    assert _metric(diversity, "Output moved by") == "0.0%"
+    assert sum(len(r.expander) for r in runs) == 2  # why .view fails; untrained vs trained
+
+
+def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
+    at = run_page(PAGE, step="Outputs", head="3")
+    no_exception(at)
+    assert not warnings(at)
+    titles = _titles(at)
+    assert len(titles) == 2 and titles[0].startswith("Head 3's output")
+    at = run_page(PAGE, step="Nowhere")
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and "`step=Nowhere`" in notes[0]
+    assert _starts(_titles(at), TITLES["Heads"])
+
+
+def test_heavy_view_works_in_every_step():
+    runs = run_steps(PAGE, STEPS, d_model="1024", heads="16", tokens="64")
+    for step, at in zip(STEPS, runs, strict=True):
+        no_exception(at)
+        assert not warnings(at), (step, warnings(at))
+        assert _starts(_titles(at), TITLES[step]), (step, _titles(at))
+    specs = all_specs(runs)
+    assert len(specs) == sum(len(t) for t in TITLES.values())
+    assert "(16 of 16 heads shown)" in specs[0]["layout"]["title"]["text"]
+    assert specs[0]["data"][1]["z"]["shape"] in ("64, 64", [64, 64])  # the average's panel
+    assert "T × d_model = 64 × 1024" in specs[3]["layout"]["title"]["text"]
+    assert specs[6]["data"][0]["z"]["shape"] in ("16, 16", [16, 16])  # heads × heads
+    assert _metric(runs[0], "d_k = d_model / h = 1024 / 16") == "64"
 
 
 def test_h64_with_d_model_1024_warns_about_small_d_k():
@@ -54,7 +120,7 @@ def test_h64_with_d_model_1024_warns_about_small_d_k():
 
 
 def test_multi_query_attention_from_the_link():
-    at = run_page(PAGE, d_model="256", heads="8", kv_heads="1")
+    at = run_page(PAGE, d_model="256", heads="8", kv_heads="1", step="Cost")
     no_exception(at)
     assert at.selectbox(key="kv_heads").value == 1
     assert _metric(at, "attention kind") == "MQA"
@@ -80,6 +146,14 @@ def test_typed_sentences_are_shown_as_text(sentence):
         assert "<" not in ticks and "&lt;" in ticks and "&amp;" in ticks and "😀" in ticks
 
 
+def test_random_vectors_leave_the_grid_unlabelled_but_sentences_label_it():
+    grid = plotly_specs(run_page(PAGE))[0]["layout"]
+    assert grid["yaxis"]["showticklabels"] is False  # "t1, t2…" would name nothing
+    at = run_page(PAGE, d_model="128", heads="4", input="sentence")
+    grid = plotly_specs(at)[0]["layout"]
+    assert grid["xaxis"]["ticktext"][:3] == ["The", "tired", "cat"]
+
+
 def test_empty_and_huge_sentences_fall_back_with_notes():
     at = run_page(PAGE, d_model="128", heads="4", input="sentence", sentence="   ")
     no_exception(at)
@@ -103,7 +177,9 @@ def test_empty_and_huge_sentences_fall_back_with_notes():
         ({"kv_heads": "3"}, "kv_heads", "one of 1, 2, 4, 8"),
         ({"tokens": "0"}, "tokens", "2 to 64"),
         ({"input": "<img src=x onerror=alert(1)>"}, "input", "random"),
-        ({"pruned": "99"}, "pruned", ""),
+        ({"pruned": "99", "step": "Diversity"}, "pruned", ""),  # a control inside a step
+        ({"head": "99", "step": "Outputs"}, "head", ""),
+        ({"split": "7", "step": "Tired cat"}, "split", ""),
     ],
 )
 def test_bad_url_values_fall_back_with_a_visible_note(params, bad, expect):
@@ -112,7 +188,7 @@ def test_bad_url_values_fall_back_with_a_visible_note(params, bad, expect):
     notes = warnings(at)
     assert len(notes) == 1 and f"`{bad}=" in notes[0] and expect in notes[0], notes
     assert "<img" not in notes[0].replace(f"`{bad}=<img", "")
-    assert len(plotly_specs(at)) == 8
+    assert _starts(_titles(at), TITLES[params.get("step", "Heads")])
 
 
 def test_moving_d_model_snaps_heads_to_the_nearest_divisor_with_a_note():
@@ -124,15 +200,63 @@ def test_moving_d_model_snaps_heads_to_the_nearest_divisor_with_a_note():
     assert "16 heads do not divide d_model = 520" in notes and "13 or 20" in notes
     assert at.select_slider(key="heads").value == 13
     assert _metric(at, "d_k = d_model / h = 520 / 13") == "40"
+    assert "(13 of 13 heads shown)" in _titles(at)[0]
 
 
 def test_changing_heads_keeps_plain_multi_head_and_prunes_every_head():
-    at = run_page(PAGE, d_model="256", heads="4")
+    at = run_page(PAGE, d_model="256", heads="4", step="Diversity")
     assert at.selectbox(key="kv_heads").value == 4
     at.select_slider(key="heads").set_value(8).run()
     no_exception(at)
     assert at.selectbox(key="kv_heads").value == 8 and _metric(at, "attention kind") == "MHA"
+    assert plotly_specs(at)[0]["data"][0]["z"]["shape"] in ("8, 8", [8, 8])  # heads × heads
     at.multiselect(key="pruned").set_value(list(range(1, 9))).run()
     no_exception(at)
     assert _metric(at, "Heads pruned") == "8 of 8"
     assert any("W_o's bias alone" in i.value for i in at.info)
+
+
+@pytest.mark.browser
+def test_in_the_browser_only_the_open_step_draws_and_the_mosaic_hovers():
+    from pathlib import Path
+
+    from tests.support.browser import (
+        CHROMIUM,
+        chromium,
+        open_page,
+        plotly_count,
+        rerun_latency_ms,
+        streamlit_server,
+        wait_idle,
+    )
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed")
+    drawn = '[data-testid="stPlotlyChart"]:has(.main-svg)'  # a chart plotly has drawn
+    with streamlit_server() as url, chromium() as browser:
+        page, errors = open_page(browser, f"{url}/multi-head", height=1400)
+        page.wait_for_function(
+            f"() => document.querySelectorAll('{drawn}').length >= {FIRST}", timeout=60_000
+        )
+        assert plotly_count(page) == FIRST  # only the open step draws
+        assert rerun_latency_ms(page, 0) > 0  # d_model, in the sidebar: a full rerun
+        assert plotly_count(page) == FIRST
+        # one heatmap holds every head: hovering a cell names its head, query and key
+        box = page.locator('[data-testid="stPlotlyChart"] .nsewdrag').first.bounding_box()
+        page.mouse.move(box["x"] + 0.05 * box["width"], box["y"] + 0.1 * box["height"])
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.hoverlayer')]"
+            ".some(h => /head 1.*query #\\d+ → key #\\d+/.test(h.textContent))",
+            timeout=10_000,
+        )
+        page.get_by_role("tab", name="Diversity").click()  # another step, drawn on demand
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .gtitle')]"
+            ".some(t => t.textContent.startsWith('How different are the heads'))",
+            timeout=60_000,
+        )
+        assert "step=Diversity" in page.url  # the open step is in the link
+        wait_idle(page)  # the closed step's charts leave when the run ends
+        page.wait_for_function(f"() => document.querySelectorAll('{drawn}').length == 2")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert not errors, errors

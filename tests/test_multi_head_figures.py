@@ -33,37 +33,55 @@ def _axis_titles(fig):
     }
 
 
-@pytest.mark.parametrize("h,T", [(1, 3), (4, 6), (8, 10), (64, 20)])
-def test_heads_grid_panels_share_one_colour_axis(h, T):
-    r = _run(d_model=64 if h < 64 else 128, h=h, T=T)
+def _panels(fig, T: int) -> list[np.ndarray]:
+    """Each drawn head's (T, T) block of the mosaic, found from its title's position."""
+    z = np.asarray(fig.data[0].z)
+    out = []
+    for a in fig.layout.annotations[:-1]:  # the last title is the average's
+        r0, c0 = round(a.y + 0.5), round(a.x - (T - 1) / 2)
+        out.append(z[r0 : r0 + T, c0 : c0 + T])
+    return out
+
+
+@pytest.mark.parametrize("h,T", [(1, 3), (4, 6), (8, 10), (64, 20), (16, 64)])
+def test_heads_grid_is_one_mosaic_on_one_colour_axis(h, T):
+    r = _run(d_model=64 if h < 16 else 1024, h=h, T=T)
     chart = fg.heads_grid(r.weights, [f"t{i}" for i in range(T)], focus=mean_focus(r.weights))
     fig = chart.fig
     shown = min(h, fg.MAX_PANELS)
-    assert len(fig.data) == shown + 1  # the heads drawn, then their average
-    assert all(t.type == "heatmap" and t.coloraxis == "coloraxis" for t in fig.data)
+    # one heatmap with every head tiled, then the average: two traces on one pair of axes
+    assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
+    assert all(t.coloraxis == "coloraxis" and t.texttemplate is None for t in fig.data)
     assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    for t in fig.data:
-        z = np.asarray(t.z)
-        assert z.shape == (T, T) and z.dtype == np.float32
-        assert t.texttemplate is None  # no per-cell text in small multiples
-    np.testing.assert_allclose(np.asarray(fig.data[-1].z), r.weights.mean(0).numpy(), rtol=1e-6)
-    assert "average" in fig.layout.annotations[-1].text
-    assert fig.layout.title.text and "average" in chart.caption
-    titles = [t for t in _axis_titles(fig).values() if t]
-    assert "key (attended to)" in titles and "query (attending)" in titles
+    assert not [k for k in fig.layout.to_plotly_json() if k[:5] in ("xaxis", "yaxis") and k[5:]]
+    heads, avg = (np.asarray(t.z) for t in fig.data)
+    assert heads.dtype == np.float32 and avg.dtype == np.float32 and avg.shape == (T, T)
+    assert np.isnan(heads).any()  # blank cells between the panels and in the average's slot
+    assert np.nansum(heads) == pytest.approx(shown * T, rel=1e-4)  # every row of every panel
+    for j, block in enumerate(_panels(fig, T)):
+        np.testing.assert_allclose(block, r.weights[j].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(avg, r.weights.mean(0).numpy(), rtol=1e-6)
+    titles = [a.text for a in fig.layout.annotations]
+    assert len(titles) == shown + 1 and "average" in titles[-1]
+    assert titles[0].startswith("head 1 · focus ")
+    assert fig.layout.title.text.startswith(f"Every head's attention weights ({shown} of {h}")
+    assert "average" in chart.caption
+    assert set(_axis_titles(fig).values()) == {"key (attended to)", "query (attending)"}
     if h > fg.MAX_PANELS:
         assert f"Heads {fg.MAX_PANELS + 1}–{h}" in chart.caption
+    # hover: (head, query, key) per cell on small maps, the head alone on large ones
+    cells = np.asarray(fig.data[0].customdata)
+    assert cells.shape == ((*heads.shape, 3) if T <= 24 else heads.shape)
+    assert "head %{customdata" in fig.data[0].hovertemplate
 
 
-def test_token_labels_are_escaped_and_short():
-    labels = ["<b>x</b>", "a" * 40, "🐈", "\x00"]
-    r = _run(T=4)
-    fig = fg.heads_grid(r.weights, labels).fig
-    ticks = next(v for k, v in fig.layout.to_plotly_json().items() if k.startswith("yaxis"))
-    text = " ".join(ticks["ticktext"])
-    assert "<b>" not in text and "&lt;b&gt;" in text
-    assert all(len(t) <= 10 for t in ticks["ticktext"][1:3])
-    assert fg.plot_label("\x00") == "·"
+def test_heads_grid_labels_only_named_tokens():
+    r = _run(d_model=64, h=8, T=6)
+    bare = fg.heads_grid(r.weights, None).fig
+    assert bare.layout.yaxis.showticklabels is False and bare.layout.xaxis.showticklabels is False
+    named = fg.heads_grid(r.weights, list("abcdef")).fig
+    assert list(named.layout.xaxis.ticktext) == list("abcdef")  # under the bottom-left panel
+    assert list(named.layout.yaxis.ticktext) == list("abcdef") * 2  # left of both panel rows
 
 
 def test_focus_bars():
