@@ -32,10 +32,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+import torch._dynamo  # loaded at import on purpose: see the note below
 import torch.nn.functional as F
 
 from .attention import attention
 from .softmax import entropy, softmax_jacobian
+
+# torch.optim imports torch._dynamo (and sympy with it: ~800 modules, ~120k objects) the first
+# time an optimizer is built. Importing it here instead puts those long-lived objects in the
+# import-time heap that ui/_warm.py freezes out of the garbage collector; loaded lazily by the
+# first training run, they stayed in it, and Streamlit's full collection after every rerun of
+# every page re-scanned them (about +50 ms a rerun on a 2-core machine).
 
 OPTIMIZERS = ("sgd", "adam")
 # Learning rates that train the scaled model well on this toy in a few hundred steps.

@@ -54,92 +54,100 @@ def head_maps(
     previous_token: Any,
     induction: Any,
     jobs: list[list[str]],
+    *,
+    token_ticks: bool = True,
 ) -> Chart:
-    """A layers × heads grid of (T, T) causal maps on one 0–1 colour axis.
+    """A layers × heads mosaic of (T, T) causal maps on one pair of axes and one 0–1 colour axis.
 
-    Built from plain layout dicts (no make_subplots), so it is cheap on every rerun.
+    One subplot instead of L·h: in the browser every subplot brings its own axes, ticks
+    and clip paths, and an 8-panel grid cost several times a plain chart on every redraw.
+    Each head is its own trace, shifted to its place in the mosaic; its hover names the
+    head and gives the query and key positions (customdata), since the axes' coordinates
+    are mosaic coordinates. Tick labels are token labels, drawn only with `token_ticks`
+    (all tokens up to 16, else a few): they are costly to lay out, and a random sequence's
+    ids say little as words.
     """
     w = to_numpy(weights)  # (L, h, T, T)
     L, H, T, _ = w.shape
     prev, ind = to_numpy(previous_token), to_numpy(induction)
-    ticks = [plot_label(t, 6) for t in labels]
-    step = 1 if T <= 16 else math.ceil(T / 8)  # at most ~8 tick labels per axis
-    tickvals = list(range(0, T, step))
-    gap_x, gap_y = 0.035, 0.17
-    pw = (1 - gap_x * (H - 1)) / H
-    ph = (1 - gap_y * (L - 1)) / L
-    fig = go.Figure()
-    layout: dict = dict(
-        title=_title("Every head's attention map, with its two scores"),
-        font=dict(size=13),
-        height=150 + 330 * L,
-        margin=dict(l=60, r=10, t=110, b=50),
-        coloraxis=WEIGHT_COLORAXIS,
-        annotations=[],
-        hoverlabel=dict(font_size=14),
-    )
+    # blank cells between panels; taller between the rows, where each head's label sits
+    gap_x, gap_y = max(2, round(0.12 * T)), max(3, round(0.25 * T))
+    causal = np.tril(np.ones((T, T), bool))
+    qk = np.stack(np.indices((T, T)), axis=-1).astype(np.uint8 if T < 256 else np.int32)
+    traces, notes = [], []
     for l in range(L):
         for h in range(H):
-            n = l * H + h + 1
-            xa, ya = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
-            x0 = h * (pw + gap_x)
-            y1 = 1 - l * (ph + gap_y)
-            fig.add_trace(
+            job = JOB_TEXT[jobs[l][h]]
+            traces.append(
                 go.Heatmap(
-                    z=np.where(np.tril(np.ones((T, T), bool)), w[l, h], np.nan).astype(np.float32),
+                    z=np.where(causal, w[l, h], np.nan).astype(np.float32),
+                    x0=h * (T + gap_x),
+                    y0=l * (T + gap_y),
+                    customdata=qk,  # (T, T, 2): query, key
                     coloraxis="coloraxis",
-                    xaxis=xa,
-                    yaxis=ya,
-                    xgap=0,
-                    ygap=0,
-                    hovertemplate=f"L{l}H{h}<br>query %{{y}} → key %{{x}}<br>"
+                    hovertemplate=f"L{l}H{h}{' · ' + job if job else ''}<br>"
+                    "query %{customdata[0]} → key %{customdata[1]}<br>"
                     f"weight %{{z:{NUM_FMT}}}<extra></extra>",
                 )
             )
-            axis = dict(
-                tickmode="array",
-                tickvals=tickvals,
-                ticktext=[ticks[i] for i in tickvals],
-                tickfont=dict(size=10),
-                tickangle=0,
-                showgrid=False,
-                zeroline=False,
-            )
-            layout[f"xaxis{'' if n == 1 else n}"] = dict(
-                axis,
-                domain=[x0, x0 + pw],
-                anchor=ya,
-                title=dict(text="key" if l == L - 1 else "", font=dict(size=12)),
-            )
-            layout[f"yaxis{'' if n == 1 else n}"] = dict(
-                axis,
-                domain=[y1 - ph, y1],
-                anchor=xa,
-                autorange="reversed",
-                title=dict(text="query" if h == 0 else "", font=dict(size=12)),
-            )
-            job = JOB_TEXT[jobs[l][h]]
             head = f"<b>L{l}H{h}</b>" + (f" · <b>{job}</b>" if job else " · no clear job")
-            layout["annotations"].append(
+            notes.append(
                 dict(
                     text=f"{head}<br>prev {_fmt(prev[l, h])} · ind {_fmt(ind[l, h])}",
-                    x=x0 + pw / 2,
-                    y=y1 + 0.01,
-                    xref="paper",
-                    yref="paper",
+                    x=h * (T + gap_x) + (T - 1) / 2,
+                    y=l * (T + gap_y) - 0.5,
+                    xref="x",
+                    yref="y",
                     xanchor="center",
                     yanchor="bottom",
                     showarrow=False,
                     font=dict(size=12, color=VERMILLION if job else "#555555"),
                 )
             )
-    fig.update_layout(**layout)
+    axis = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="")
+    x_axis = dict(axis, range=[-0.5, H * (T + gap_x) - gap_x - 0.5])
+    y_axis = dict(axis, range=[L * (T + gap_y) - gap_y - 0.5, -0.5])  # row 0 at the top
+    x_title, y_title = "key position", "query position"
+    bottom = 40
+    if token_ticks:
+        ticks = [plot_label(t, 6) for t in labels]
+        step = 1 if T <= 16 else math.ceil(T / 6)
+        keep = range(0, T, step)
+        tick = dict(showticklabels=True, tickfont=dict(size=10), tickangle=0)
+        for a, n, span in ((x_axis, H, T + gap_x), (y_axis, L, T + gap_y)):
+            a.update(
+                tick,
+                tickmode="array",
+                tickvals=[p * span + i for p in range(n) for i in keep],
+                ticktext=[ticks[i] for _ in range(n) for i in keep],
+            )
+        # about 800 px for the whole row of maps: words wider than their cells stand upright
+        longest = max((len(html.unescape(ticks[i])) for i in keep), default=1)
+        if longest * 6 > 800 * step / (H * (T + gap_x)):
+            x_axis["tickangle"] = -90
+            bottom = 40 + 6 * longest
+        x_title, y_title = "key (attended to)", "query (attending)"
+    x_axis["title"] = dict(text=x_title, font=dict(size=12))
+    y_axis["title"] = dict(text=y_title, font=dict(size=12))
+    fig = go.Figure(traces)
+    fig.update_layout(
+        title=_title("Every head's attention map, with its two scores"),
+        font=dict(size=13),
+        height=150 + 300 * L + bottom - 40,
+        margin=dict(l=60, r=10, t=110, b=bottom),
+        coloraxis=WEIGHT_COLORAXIS,
+        annotations=notes,
+        hoverlabel=dict(font_size=14),
+        plot_bgcolor="#FFFFFF",
+        xaxis=x_axis,
+        yaxis=y_axis,
+    )
     named = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "previous-token"]
     found = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "induction"]
     caption = (
-        "Top row: layer 0, bottom row: layer 1, one column per head; prev = previous-token "
+        "Top row: layer 0, bottom row: layer 1, one map per head; prev = previous-token "
         "score, ind = induction score. Row i of each map is where query i looks "
-        "(only keys up to i: the model is causal). "
+        "(only keys up to i: the model is causal); hover for the positions and the weight. "
         f"Previous-token head{'s' if len(named) != 1 else ''}: {', '.join(named) or 'none found'} "
         "— a bright line just below the diagonal. "
         f"Induction head{'s' if len(found) != 1 else ''}: {', '.join(found) or 'none found'} "
@@ -378,32 +386,43 @@ def ablation_bars(
 
 
 def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) -> Chart:
-    """Per head, every (query, key) pair: attention weight against ‖α v W_o‖."""
+    """Per head and key: the largest weight any query gives that key, against ‖α v W_o‖.
+
+    One dot per (head, key) rather than per (query, key) pair: a key's pairs all lie on one
+    line of slope 1 on these log–log axes (‖α v W_o‖ = α ‖v W_o‖), so its strongest pair
+    places that line, and the browser draws a few hundred markers instead of thousands
+    (an SVG marker each: a full scatter cost over half a second per redraw).
+    """
     w = to_numpy(weights)  # (L, h, T, T)
     c = to_numpy(contribution)
     L, H, T, _ = w.shape
-    keep = np.tril(np.ones((T, T), bool))
+    causal = np.tril(np.ones((T, T), bool))
+    q = np.where(causal, w, -1.0).argmax(axis=-2)  # (L, h, T): the query that looks hardest
+    best_w = np.take_along_axis(w, q[..., None, :], axis=-2)[..., 0, :]  # (L, h, T)
+    best_c = np.take_along_axis(c, q[..., None, :], axis=-2)[..., 0, :]
     traces = []
     colors = OKABE_ITO
     symbols = ["circle", "diamond", "square", "triangle-up", "x", "cross", "star", "hexagon"]
     for l in range(L):
         for h in range(H):
             i = l * H + h
-            sel = keep & (w[l, h] > 0.01)  # tiny weights crowd the origin and say nothing
+            keys = np.flatnonzero(best_w[l, h] > 0.01)  # tiny weights crowd the origin
             traces.append(
                 go.Scatter(
-                    x=w[l, h][sel],
-                    y=c[l, h][sel],
+                    x=best_w[l, h][keys],
+                    y=best_c[l, h][keys],
+                    customdata=np.stack([keys, q[l, h][keys]], axis=-1).astype(np.int32),
                     mode="markers",
                     name=names[i],
                     marker=dict(
                         color=colors[i % len(colors)],
                         symbol=symbols[h % len(symbols)],  # shape = head, colour = layer+head
-                        size=7,
-                        opacity=0.75,
+                        size=8,
+                        opacity=0.8,
                         line=dict(width=0.5, color="#ffffff"),
                     ),
-                    hovertemplate=f"{names[i]}<br>weight %{{x:.3~g}}<br>"
+                    hovertemplate=f"{names[i]}, key %{{customdata[0]}} "
+                    "(most weight from query %{customdata[1]})<br>weight %{x:.3~g}<br>"
                     "‖α·v·W_o‖ %{y:.3~g}<extra></extra>",
                 )
             )
@@ -411,25 +430,24 @@ def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) 
     fig.update_layout(
         **line_layout(
             "Attention weight versus what the head actually writes",
-            "attention weight α (query → key), log scale",
+            "largest attention weight α the key receives (log scale)",
             "size of what is written, ‖α · v · W_o‖ (log)",
             height=440,
             legend=dict(orientation="v", x=1.01, y=1, xanchor="left", yanchor="top"),
             margin=dict(l=10, r=10, t=50, b=10),
         )
     )
-    # log–log: a key's dots lie on a line of slope 1 whose height is log ‖v W_o‖, so keys
-    # (and heads) that write more sit higher at the same weight
     fig.update_xaxes(type="log", range=[-2.05, 0.05], tickvals=[0.01, 0.03, 0.1, 0.3, 1])
     fig.update_yaxes(type="log", dtick=1, exponentformat="none")
     return Chart(
         fig,
-        "Each dot is one query–key pair of one head (weights below 0.01 left out); both axes "
-        "are logarithmic. If the weight were the whole story, all dots would sit on one line. "
-        "Instead, at the same weight the amount written differs by a factor of ten or more "
-        "between heads and between keys: a head can look hard at a token whose value is small "
-        "and change almost nothing. Weights say where a head looks, not how much it changes "
-        "the result.",
+        "Each dot is one key of one head, placed at the largest weight any query gives it "
+        "(below 0.01 left out) and at what that query–key pair writes; both axes are "
+        "logarithmic, and the key's other pairs lie on a line of slope 1 through its dot. If "
+        "the weight were the whole story, all dots would sit on one line. Instead, at the same "
+        "weight the amount written differs by a factor of ten or more between heads and "
+        "between keys: a head can look hard at a token whose value is small and change almost "
+        "nothing. Weights say where a head looks, not how much it changes the result.",
     )
 
 
@@ -593,5 +611,5 @@ covers part of the positions), two have no visible job, and all four layer-1 hea
 nearly the same induction pattern, so any one of them can be removed at almost no cost.
 Large trained models show the same mix: some heads with clear jobs, many that overlap or seem
 idle, and a lot that can be pruned with little loss. And which head ends up with which job is
-an accident of the random start: train another seed below and the labels move.
+an accident of the random start: train another seed above and the labels move.
 """

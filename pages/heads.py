@@ -14,6 +14,7 @@ from figures import heads as fh
 
 FILE = "pages/heads.py"
 LIVE_SEEDS = 4  # live runs kept in memory (one per seed)
+STEPS = ("Maps", "Scores", "Loss", "Switch off", "Contribution", "Train")
 
 
 @st.cache_resource(max_entries=1, show_spinner="Loading the trained model…")
@@ -39,17 +40,16 @@ def seeded_sequence(seed: int) -> tuple[list[int], int]:
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def analyse(ids: tuple[int, ...], ablate: tuple[str, ...]) -> dict:
-    """Everything the page draws about one sequence (numpy and plain Python)."""
+def analyse(ids: tuple[int, ...]) -> dict:
+    """Everything the page draws about one sequence with every head on (numpy, plain Python)."""
     model = shipped()[0]
-    c, tokens = model.config, torch.tensor(ids)
+    tokens = torch.tensor(ids)
     with torch.no_grad():
         tr = model.trace(tokens)
-        off = model(tokens, ind.ablation_mask(c, ablate)) if ablate else None
     s = ind.scores_from_weights(tr.weights, tokens[None])
     base = ind.scores_from_weights(ind.uniform_weights(len(ids))[None], tokens[None])
     loss = ind.per_position_loss(tr.logits, tokens)  # (1, T-1)
-    out = dict(
+    return dict(
         weights=tr.weights[0].float().cpu().numpy(),  # (L, h, T, T)
         contribution=tr.contribution[0].float().cpu().numpy(),
         prev=s.previous_token.numpy(),
@@ -61,9 +61,16 @@ def analyse(ids: tuple[int, ...], ablate: tuple[str, ...]) -> dict:
         loss=loss[0].float().cpu().numpy(),
         repeated=ind.repeated_positions(tokens).numpy(),
         split=ind.split_loss(loss, tokens),
-        ablated=None if off is None else ind.per_position_loss(off, tokens)[0].cpu().numpy(),
     )
-    return out
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def ablated_positions(ids: tuple[int, ...], ablate: tuple[str, ...]):
+    """Per-position loss of this sequence with the `ablate` heads switched off: (T-1,)."""
+    model, tokens = shipped()[0], torch.tensor(ids)
+    with torch.no_grad():
+        off = model(tokens, ind.ablation_mask(model.config, ablate))
+    return ind.per_position_loss(off, tokens)[0].float().cpu().numpy()
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -84,23 +91,61 @@ def instance(ids, *more) -> str:
     return "-".join([hashlib.sha1(repr(tuple(ids)).encode()).hexdigest()[:10], *more])
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def sequence_charts(ids: tuple[int, ...], labels: tuple[str, ...], ablate: tuple[str, ...]):
-    """The four charts of one sequence, built once (plotly figures are slow to assemble)."""
-    a, names = analyse(ids, ablate), shipped()[0].config.head_names()
-    return (
-        fh.head_maps(a["weights"], labels, a["prev"], a["ind"], a["jobs"]),
-        fh.head_score_bars(names, a["prev"], a["ind"], a["base_prev"], a["base_ind"]),
-        fh.position_loss(a["loss"], a["repeated"], labels, shipped()[1].chance,
-                         ablated=a["ablated"], ablated_name=", ".join(ablate)),
-        fh.contribution_scatter(a["weights"], a["contribution"], names),
-    )  # fmt: skip
+# Charts are built once per input and handed back as they are (st.cache_resource: plotly
+# figures are slow to assemble and st.plotly_chart only reads them), one cache per step, so
+# a seed press builds only the open step's charts; an unchanged chart reaches the browser
+# with the same spec and is not redrawn there. Few entries: a figure is thousands of small
+# Python objects, which Streamlit's full garbage collection after every rerun walks through.
+charts = st.cache_resource(max_entries=4, show_spinner=False)
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
-def shipped_curves():
-    run = shipped()[1]
-    return fh.run_curves(run, f"Training curves — the shipped model (seed {run.seed})")
+@charts
+def maps_chart(ids: tuple[int, ...], labels: tuple[str, ...], typed: bool):
+    """Step 1: every head's map (token ticks only for typed text: a seed press stays cheap)."""
+    a = analyse(ids)
+    return fh.head_maps(a["weights"], labels, a["prev"], a["ind"], a["jobs"], token_ticks=typed)
+
+
+@charts
+def scores_chart(ids: tuple[int, ...]):
+    """Step 2: the two scores of every head, against uniform attention's."""
+    a, names = analyse(ids), shipped()[0].config.head_names()
+    return fh.head_score_bars(names, a["prev"], a["ind"], a["base_prev"], a["base_ind"])
+
+
+@charts
+def loss_chart(ids: tuple[int, ...], labels: tuple[str, ...], ablate: tuple[str, ...]):
+    """Steps 3 and 4: the loss at every position, with the ablated heads' line if any."""
+    a = analyse(ids)
+    off = ablated_positions(ids, ablate) if ablate else None
+    return fh.position_loss(a["loss"], a["repeated"], labels, shipped()[1].chance,
+                            ablated=off, ablated_name=", ".join(ablate))  # fmt: skip
+
+
+@charts
+def ablation_chart(ablate: tuple[str, ...]):
+    """Step 4: each head off on its own (the shipped batch), the selection outlined."""
+    model, srun, _, rep0, single, _ = shipped()
+    chosen = ablated_batch_loss(ablate) if ablate else None
+    return fh.ablation_bars(model.config.head_names(), single, rep0, srun.chance,
+                            selected=ablate, selected_loss=chosen)  # fmt: skip
+
+
+@charts
+def scatter_chart(ids: tuple[int, ...]):
+    """Step 5: attention weight against what each head writes."""
+    a = analyse(ids)
+    return fh.contribution_scatter(
+        a["weights"], a["contribution"], shipped()[0].config.head_names()
+    )
+
+
+@st.cache_resource(max_entries=LIVE_SEEDS + 1, show_spinner=False)
+def run_view(which: str, _run, title: str):
+    """A run's training curves and the jobs its heads ended with, worked out once per run
+    (`which` names the run: "shipped", or a live run's seed, steps and time; the jobs come
+    from scoring its probe batch again)."""
+    return fh.run_curves(_run, title), ind.named_jobs(_run.last_scores().jobs())
 
 
 @st.cache_resource(max_entries=1)
@@ -108,16 +153,18 @@ def live_runs() -> tuple[OrderedDict, Lock]:
     return OrderedDict(), Lock()  # seed -> InductionRun, bounded to LIVE_SEEDS
 
 
-def pick_input(text: str, seed: int, config) -> tuple[list[int], list[str], str]:
+def pick_input(text: str, seed: int, config) -> tuple[list[int], list[str], str, bool]:
+    """(ids, labels, where they came from, whether the user typed them)."""
     p = ind.parse_tokens(text, config.vocab, config.seq_len)
     for n in p.notes:
         ui.note(n)
     if len(p.ids) >= 2:
-        return p.ids, p.labels, f"your text, read as {p.mode}"
+        return p.ids, p.labels, f"your text, read as {p.mode}", True
     if p.ids:
         ui.note("One token leaves nothing to predict, so a random sequence is shown instead.")
     ids, period = seeded_sequence(seed)
-    return ids, [str(t) for t in ids], f"random block of {period} tokens, repeated (seed {seed})"
+    source = f"random block of {period} tokens, repeated (seed {seed})"
+    return ids, [str(t) for t in ids], source, False
 
 
 def run() -> None:
@@ -127,9 +174,9 @@ def run() -> None:
         "two layers of attention (4 heads each, no MLPs), trained in this repository to continue "
         "sequences like `17 4 52 9 17 4 52 …`. Nothing predicts a token the first time it appears; "
         "after that, the model can find the earlier copy and read what came next. Watch which "
-        "heads take that job — and which do nothing at all.",
+        "heads take that job — and which do nothing at all. The steps below take it in turn.",
     )
-    model, srun, _, rep0, single, jobs0 = shipped()
+    model, srun, _, rep0, _, jobs0 = shipped()
     c, names = model.config, model.config.head_names()
     with ui.controls_area():
         st.markdown("**Trained heads**")
@@ -139,12 +186,12 @@ def run() -> None:
             f"A word without spaces is read letter by letter. Up to {c.seq_len} tokens.",
         )  # fmt: skip
         seed = ui.slider("seed", "Seed (random sequence, live training)", 0, 99, 0)
-        ablate = sorted(ui.multiselect("ablate", "Switch off heads", names, []))
-    ids, labels, source = pick_input(text, seed, c)
+        ablate = tuple(sorted(ui.multiselect("ablate", "Switch off heads", names, [])))
+    ids, labels, source, typed = pick_input(text, seed, c)
+    ids, labels = tuple(ids), tuple(labels)
     ui.show_notes()
 
-    a = analyse(tuple(ids), tuple(ablate))
-    maps, bars, loss_chart, scatter = sequence_charts(tuple(ids), tuple(labels), tuple(ablate))
+    a = analyse(ids)
     st.markdown(f"**Input** — {source}, {len(ids)} tokens:")
     st.code(" ".join(ui.safe_text(t, 12) for t in labels), language=None, wrap_lines=True)
     rep, first = a["split"]
@@ -158,51 +205,69 @@ def run() -> None:
             "score. Type a pattern twice, e.g. `red fox jumps red fox jumps`."
         )
 
-    st.subheader("1. What every head looks at")
-    ui.show(maps)
-    ui.show(bars)
-    look_exercise(ids, labels, a, names)
-    ui.try_this([
-        ("Type `a b c d e f a b c d e f`", "in the induction heads' maps the second half "
-         "lights up one step right of the first copy: `b` looks at the `c` that followed it."),
-        ("Type words that never repeat, e.g. `one two three four five`", "the induction score is "
-         "n/a and every first-occurrence loss stays near a blind guess."),
-        ("Move the seed", "a new random sequence: the same heads keep the same jobs."),
-    ])  # fmt: skip
+    tabs = ui.steps("step", STEPS)
+    with tabs[0]:
+        if tabs[0].open:
+            st.subheader("1. What every head looks at")
+            ui.show(maps_chart(ids, labels, typed))
+            look_exercise(ids, labels, a, names)
+            ui.try_this([
+                ("Type `a b c d e f a b c d e f`", "in the induction heads' maps the second half "
+                 "lights up one step right of the first copy: `b` looks at the `c` that followed "
+                 "it."),
+                ("Type words that never repeat, e.g. `one two three four five`", "the induction "
+                 "score is n/a and every first-occurrence loss stays near a blind guess."),
+                ("Move the seed", "a new random sequence: the same heads keep the same jobs."),
+            ])  # fmt: skip
+            ui.explain("How two layers make an induction head", fh.COMPOSE, expanded=True)
+    with tabs[1]:
+        if tabs[1].open:
+            st.subheader("2. Each head's two scores")
+            ui.show(scores_chart(ids))
+    with tabs[2]:
+        if tabs[2].open:
+            st.subheader("3. Where the model is sure of the next token")
+            ui.show(loss_chart(ids, labels, ablate))
+    with tabs[3]:
+        if tabs[3].open:
+            switch_off(ids, labels, ablate, a, names, rep0, jobs0)
+    with tabs[4]:
+        if tabs[4].open:
+            st.subheader("5. Attention is not contribution")
+            ui.show(scatter_chart(ids))
+    with tabs[5]:
+        if tabs[5].open:
+            st.subheader("6. Train it live")
+            live_section(seed, srun)
+            ui.explain("Specialisation is the intent, not a guarantee", fh.CAVEAT)
+    ui.prev_next(FILE)
 
-    st.subheader("2. Where the model is sure of the next token")
-    ui.show(loss_chart)
 
-    st.subheader("3. Switch heads off")
-    chosen = ablated_batch_loss(tuple(ablate)) if ablate else None
-    ui.show(fh.ablation_bars(names, single, rep0, srun.chance, selected=ablate,
-                             selected_loss=chosen))  # fmt: skip
-    if chosen is not None:
+def switch_off(ids, labels, ablate, a, names, rep0, jobs0) -> None:
+    """Step 4: each head off alone (bars), the user's selection (metric, loss line), a question."""
+    st.subheader("4. Switch heads off")
+    st.caption("Pick heads under **Switch off heads** in the sidebar.")
+    ui.show(ablation_chart(ablate))
+    if ablate:
+        chosen = ablated_batch_loss(ablate)
         st.metric(
             f"Loss on repeated tokens with {', '.join(ablate)} off (128 sequences)",
             f"{chosen:.3f}", f"{chosen - rep0:+.3f} against all heads on", delta_color="inverse",
         )  # fmt: skip
+        ui.show(loss_chart(ids, labels, ablate))
     knockout_exercise(ids, a, names, jobs0)
     prev_heads, ind_heads = jobs0["previous-token"], jobs0["induction"]
     idle = [n for n in names if n not in prev_heads + ind_heads]
     ui.try_this([
         (f"Switch off every induction head ({', '.join(ind_heads)})", "the orange diamonds in "
-         "chart 2 jump up to a blind guess: the in-context gain is gone."),
+         "the loss chart (it appears here once a head is off) jump up to a blind guess: the "
+         "in-context gain is gone."),
         (f"Switch off just one of them, {ind_heads[0] if ind_heads else 'L1H0'}", "almost nothing "
          "changes: the others do the same job. A redundant head, the kind pruning removes."),
         (f"Switch off the previous-token head {prev_heads[0] if prev_heads else 'L0H0'}", "the "
          "repeated-token loss rises although every induction head is still on: they read what it "
          f"wrote. Heads with no job ({', '.join(idle) or 'none'}) can go with little change."),
     ])  # fmt: skip
-
-    st.subheader("4. Attention is not contribution")
-    ui.show(scatter)
-
-    st.subheader("5. Train it live")
-    live_section(seed, srun)
-    ui.explain("How two layers make an induction head", fh.COMPOSE, expanded=True)
-    ui.explain("Specialisation is the intent, not a guarantee", fh.CAVEAT)
-    ui.prev_next(FILE)
 
 
 def look_exercise(ids, labels, a, names) -> None:
@@ -240,9 +305,9 @@ def look_exercise(ids, labels, a, names) -> None:
         "from the current token, while its keys come from notes that a previous-token head in "
         "layer 0 wrote into every position — “the token before me was …”. Only the position "
         "right after the earlier copy carries a note that matches, so that is where the weight "
-        "goes. Take the notes away (switch off both previous-token heads in section 3) and the "
-        "loss on repeated tokens rises above even a blind guess, with every induction head "
-        "still on.",
+        "goes. Take the notes away (switch off both previous-token heads in the Switch off "
+        "step) and the loss on repeated tokens rises above even a blind guess, with every "
+        "induction head still on.",
         truth=f"{names[best]} gives position {k} a weight of {row[k]:.2f}.",
     )  # fmt: skip
 
@@ -296,13 +361,15 @@ def live_section(seed: int, srun) -> None:
             while len(store) > LIVE_SEEDS:
                 store.popitem(last=False)
     shown = r or srun
-    with chart.container():
-        ui.show(
-            fh.run_curves(r, f"Training curves — your live run, seed {seed}")
-            if r
-            else shipped_curves()
+    curves, found = (
+        run_view(
+            f"{seed}: {r.done} in {r.seconds}", r, f"Training curves — your live run, seed {seed}"
         )
-    found = ind.named_jobs(shown.last_scores().jobs())
+        if r
+        else run_view("shipped", srun, f"Training curves — the shipped model (seed {srun.seed})")
+    )
+    with chart.container():
+        ui.show(curves)
     st.caption(
         f"{shown.done:,} steps in {shown.seconds:.1f} s. Loss over the last 50 steps: repeated "
         f"tokens {shown.tail('loss_repeated'):.3f}, first occurrences "

@@ -10,6 +10,7 @@ import attn_core.induction as ind
 from tests.support.apptest import no_exception, run_page
 
 PAGE = "pages/heads.py"
+KNOCKOUT = "Switch off"  # the step with the knockout question; the look question is on the first
 
 
 @functools.cache
@@ -66,10 +67,13 @@ def test_both_exercises_ask_about_the_sequence_on_screen():
     at = run_page(PAGE)
     no_exception(at)
     head, i, _ = _look(0)
-    qs = _questions(at)
-    assert len(qs) == 2
-    assert f"**{head}** has the highest induction score" in qs[0] and f"At position {i}" in qs[0]
-    assert "switch off **one** head" in qs[1]
+    [q] = _questions(at)  # the first step asks where the induction head looks
+    assert f"**{head}** has the highest induction score" in q and f"At position {i}" in q
+    assert not at.success and not at.error
+    at = run_page(PAGE, step=KNOCKOUT)
+    no_exception(at)
+    [q] = _questions(at)  # the Switch off step asks which head matters most
+    assert "switch off **one** head" in q
     assert not at.success and not at.error
 
 
@@ -115,7 +119,7 @@ def test_most_damaging_head_is_computed_and_follows_the_seed():
     worst = {seed: _worst_head(seed) for seed in (0, 2)}
     assert worst == {0: "L0H2", 2: "L0H0"}  # a previous-token head, not an induction head
     for seed, head in worst.items():
-        at = run_page(PAGE, seed=seed)
+        at = run_page(PAGE, seed=seed, step=KNOCKOUT)
         key = _key(_tokens(seed), "knockout")
         _reveal(at, key, "L1H0 (induction)")
         ok, bad = _said(at)
@@ -129,8 +133,10 @@ def test_a_block_of_two_gives_no_look_question_but_says_why():
     assert ind.induction_probe(_tokens(57)) is None  # seed 57 repeats a block of 2
     at = run_page(PAGE, seed=57)
     no_exception(at)
-    assert len(_questions(at)) == 1  # only the knockout exercise
+    assert not _questions(at)  # no look question on the first step…
     assert any("clean “where does the induction head look?”" in c.value for c in at.caption)
+    at = run_page(PAGE, seed=57, step=KNOCKOUT)
+    assert len(_questions(at)) == 1  # …while the knockout question still has one
 
 
 def test_induction_probe_needs_four_distinct_places():

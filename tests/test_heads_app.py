@@ -1,20 +1,32 @@
-"""AppTest: the trained-heads page — defaults, user text, ablation, live training, bad links."""
+"""AppTest: the trained-heads page — its steps, user text, ablation, live training, bad links."""
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import attn_core.induction as ind
-from tests.support.apptest import ROOT, no_exception, plotly_specs, run_page, warnings
+from tests.support.apptest import (
+    ROOT,
+    all_specs,
+    no_exception,
+    plotly_specs,
+    run_page,
+    run_steps,
+    warnings,
+)
 
 PAGE = "pages/heads.py"
-TITLES = [
-    "Every head's attention map",
-    "How much each head looks",
-    "How surprised the model is",
-    "Switch off one head at a time",
-    "Attention weight versus what the head actually writes",
-    "Training curves",
-]
+STEPS = ["Maps", "Scores", "Loss", "Switch off", "Contribution", "Train"]
+# the charts of each step, in order (a closed step sends nothing)
+SHOWS = {
+    "Maps": ["Every head's attention map"],
+    "Scores": ["How much each head looks"],
+    "Loss": ["How surprised the model is"],
+    "Switch off": ["Switch off one head at a time"],
+    "Contribution": ["Attention weight versus what the head actually writes"],
+    "Train": ["Training curves"],
+}
+TITLES = [t for step in STEPS for t in SHOWS[step]]
+FIRST = len(SHOWS["Maps"])
 
 
 def _titles(at) -> list[str]:
@@ -38,15 +50,31 @@ def _run_with_list(**params) -> AppTest:
     return at
 
 
-def test_defaults_show_every_chart_the_scores_and_no_notes():
-    at = run_page(PAGE)
+def _subheaders(at) -> list[str]:
+    return [h.value for h in at.subheader]
+
+
+def test_defaults_show_the_first_step_and_every_step_its_charts():
+    runs = run_steps(PAGE, STEPS)
+    for step, at in zip(STEPS, runs, strict=True):
+        no_exception(at)
+        assert not warnings(at), step
+        titles = _titles(at)
+        assert len(titles) == len(SHOWS[step]), (step, titles)
+        for want, got in zip(SHOWS[step], titles, strict=True):
+            assert got.startswith(want), (step, got)
+    shown = [spec["layout"]["title"]["text"] for spec in all_specs(runs)]
+    assert len(shown) == len(TITLES)
+    for want, got in zip(TITLES, shown, strict=True):
+        assert got.startswith(want)
+    assert "shipped model" in shown[-1]
+    at = run_page(PAGE)  # no ?step=: the first step, and only its charts
     no_exception(at)
     assert at.title[0].value == "Trained heads"
     titles = _titles(at)
-    assert len(titles) == len(TITLES)
-    for want, got in zip(TITLES, titles, strict=True):
-        assert got.startswith(want)
-    assert "shipped model" in titles[-1]
+    assert len(titles) == FIRST
+    assert all(t.startswith(w) for t, w in zip(titles, SHOWS["Maps"], strict=True))
+    assert _subheaders(at) == ["1. What every head looks at"]
     m = _metrics(at)
     assert float(m["Loss on repeated tokens"]) < 0.1
     assert float(m["Loss on first occurrences"]) > 3.5
@@ -56,10 +84,42 @@ def test_defaults_show_every_chart_the_scores_and_no_notes():
     caps = " ".join(c.value for c in at.caption)
     assert "Previous-token heads: L0H" in caps and "Induction heads: L1H" in caps
     assert "random block of" in " ".join(md.value for md in at.markdown)
+    maps = plotly_specs(at)[0]
+    notes = [a["text"] for a in maps["layout"]["annotations"]]
+    assert len(notes) == 8 and "induction head" in " ".join(notes)
+    assert not maps["layout"]["xaxis"]["showticklabels"]  # random ids: no token ticks
+
+
+def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
+    at = run_page(PAGE, step="Switch off")
+    no_exception(at)
+    assert not warnings(at)
+    assert _subheaders(at) == ["4. Switch heads off"]
+    [title] = _titles(at)
+    assert title.startswith(SHOWS["Switch off"][0])
+    at = run_page(PAGE, step="Nowhere")
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and "`step=Nowhere`" in notes[0], notes
+    assert _subheaders(at) == ["1. What every head looks at"]
+    assert len(plotly_specs(at)) == FIRST
+
+
+def test_a_new_seed_redraws_only_the_open_steps_charts():
+    at = run_page(PAGE)
+    before = plotly_specs(at)
+    at.slider(key="seed").set_value(1).run()
+    no_exception(at)
+    after = plotly_specs(at)
+    assert len(after) == FIRST and all(a != b for a, b in zip(before, after, strict=True))
+    at.multiselect(key="ablate").set_value(["L1H0"]).run()  # the maps do not depend on it
+    no_exception(at)
+    assert plotly_specs(at) == after
+    assert "(seed 1)" in " ".join(md.value for md in at.markdown)
 
 
 def test_users_pattern_is_predicted_once_it_repeats():
-    at = run_page(PAGE, tokens="red fox jumps high red fox jumps high")
+    at = run_page(PAGE, tokens="red fox jumps high red fox jumps high", step="Loss")
     no_exception(at)
     assert not warnings(at)
     assert "your text, read as words" in " ".join(md.value for md in at.markdown)
@@ -67,6 +127,8 @@ def test_users_pattern_is_predicted_once_it_repeats():
     assert float(m["Loss on repeated tokens"]) < 0.5 < 3 < float(m["Loss on first occurrences"])
     loss = next(s for s in plotly_specs(at) if s["layout"]["title"]["text"].startswith("How sur"))
     assert loss["layout"]["xaxis"]["ticktext"][:4] == ["red", "fox", "jumps", "high"]
+    maps = plotly_specs(run_page(PAGE, tokens="red fox jumps high red fox jumps high"))[0]
+    assert maps["layout"]["xaxis"]["ticktext"][:4] == ["red", "fox", "jumps", "high"]  # typed
 
 
 def test_no_repeats_says_there_is_no_induction_score():
@@ -77,20 +139,31 @@ def test_no_repeats_says_there_is_no_induction_score():
 
 
 def test_ablating_the_induction_heads_removes_the_gain():
-    at = _run_with_list(ablate=["L1H0", "L1H1", "L1H2", "L1H3"])
+    heads = ["L1H0", "L1H1", "L1H2", "L1H3"]
+    at = _run_with_list(ablate=heads, step="Switch off")
     no_exception(at)
-    assert at.multiselect[0].value == ["L1H0", "L1H1", "L1H2", "L1H3"]
+    assert at.multiselect[0].value == heads
     assert not warnings(at)
     off = [v for k, v in _metrics(at).items() if k.startswith("Loss on repeated tokens with")]
     assert off and float(off[0]) > 4.0  # back to (worse than) a blind guess
-    loss = next(s for s in plotly_specs(at) if s["layout"]["title"]["text"].startswith("How sur"))
+    bars, loss = plotly_specs(at)  # the selection's loss along the sequence, beside the bars
+    assert bars["layout"]["title"]["text"].startswith("Switch off one head at a time")
+    assert any("your selection" in (t.get("name") or "") for t in bars["data"])
     assert any("switched off" in (t.get("name") or "") for t in loss["data"])
+    at = _run_with_list(ablate=heads, step="Loss")  # the Loss step draws the same line
+    no_exception(at)
+    [loss] = plotly_specs(at)
+    assert any("switched off" in (t.get("name") or "") for t in loss["data"])
+    at = run_page(PAGE, step="Switch off")  # nothing switched off: the bars alone
+    assert len(plotly_specs(at)) == 1
+    assert not any(k.startswith("Loss on repeated tokens with") for k in _metrics(at))
 
 
 def test_live_training_on_button_press(monkeypatch):
     monkeypatch.setattr(ind, "PRETRAINED_STEPS", 30)  # a CI-sized run; the page trains this many
-    at = run_page(PAGE, seed="97")
+    at = run_page(PAGE, seed="97", step="Train")
     no_exception(at)
+    assert _subheaders(at) == ["6. Train it live"]
     button = next(b for b in at.button if "Train from scratch at seed 97" in b.label)
     button.click().run()
     no_exception(at)
@@ -113,7 +186,7 @@ def test_bad_url_values_fall_back_with_a_note(params, bad):
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and f"`{bad}=" in notes[0], notes
-    assert len(plotly_specs(at)) == len(TITLES)
+    assert len(plotly_specs(at)) == FIRST
 
 
 @pytest.mark.parametrize(
@@ -135,7 +208,7 @@ def test_bad_text_falls_back_or_is_capped_with_a_note(tokens, note):
         assert not notes
     else:
         assert any(note in n for n in notes), notes
-    assert len(plotly_specs(at)) == len(TITLES)
+    assert len(plotly_specs(at)) == FIRST
 
 
 def test_html_in_the_text_is_shown_as_text():

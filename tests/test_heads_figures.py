@@ -22,7 +22,7 @@ def _titles(fig: go.Figure):
     return fig.layout.title.text, fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
 
 
-def test_head_maps_grid_of_heatmaps_with_scores_and_jobs():
+def test_head_maps_mosaic_of_heatmaps_on_one_pair_of_axes_with_scores_and_jobs():
     T = 10
     labels = ["<b>a</b>"] + [f"t{i}" for i in range(1, T)]
     prev = np.full((2, 4), 0.1)
@@ -32,15 +32,32 @@ def test_head_maps_grid_of_heatmaps_with_scores_and_jobs():
     assert isinstance(c, Chart) and c.caption
     hm = [t for t in c.fig.data if isinstance(t, go.Heatmap)]
     assert len(hm) == 8 and all(np.asarray(t.z).shape == (T, T) for t in hm)
+    # one subplot: every head on the same axes, shifted to its own place in the mosaic
+    assert {(t.xaxis or "x", t.yaxis or "y") for t in hm} == {("x", "y")}
+    assert not any(k.startswith(("xaxis2", "yaxis2")) for k in c.fig.layout.to_plotly_json())
+    corners = {(t.x0, t.y0) for t in hm}
+    assert len(corners) == 8 and sorted({x for x, _ in corners})[1] > T  # no overlap
     assert np.isnan(np.asarray(hm[0].z)[0, 1])  # the future is blank, not zero
+    assert all(t.coloraxis == "coloraxis" for t in hm)
     assert c.fig.layout.coloraxis.cmin == 0 and c.fig.layout.coloraxis.cmax == 1
+    assert "texttemplate" not in hm[0].to_plotly_json()  # no per-cell text
+    # hover names the head and the positions inside its own map
+    cd = np.asarray(hm[5].customdata)
+    assert cd.shape == (T, T, 2) and tuple(cd[3, 1]) == (3, 1)
+    assert hm[5].hovertemplate.startswith("L1H1 · induction head")
     assert "attention map" in c.fig.layout.title.text
     notes = [a.text for a in c.fig.layout.annotations]
     assert "previous-token head" in notes[0] and "induction head" in notes[5]
     assert "n/a" in notes[5] and not any("nan" in n for n in notes)
-    assert c.fig.layout.xaxis5.title.text == "key" and c.fig.layout.yaxis.title.text == "query"
+    assert c.fig.layout.xaxis.title.text and c.fig.layout.yaxis.title.text
+    assert c.fig.layout.yaxis.range[0] > c.fig.layout.yaxis.range[1]  # row 0 at the top
     assert "&lt;b&gt;" in c.fig.layout.yaxis.ticktext[0]  # user text never becomes markup
+    assert len(c.fig.layout.xaxis.tickvals) == 4 * T  # short text: every token, every panel
     assert "L0H0" in c.caption and "L1H1" in c.caption
+    plain = fh.head_maps(_maps(48), [str(i) for i in range(48)], prev, score, JOBS,
+                         token_ticks=False)  # fmt: skip
+    assert plain.fig.layout.xaxis.showticklabels is False  # random ids: no tick labels
+    assert plain.fig.layout.xaxis.title.text == "key position"
 
 
 def test_head_score_bars():
@@ -77,14 +94,20 @@ def test_ablation_bars_mark_the_selection():
     assert all(_titles(c.fig))
 
 
-def test_contribution_scatter_one_trace_per_head_log_axes():
-    w = _maps(6)
+def test_contribution_scatter_one_trace_per_head_one_dot_per_key_log_axes():
+    T = 6
+    w = _maps(T)  # uniform causal weights: key k gets 1 / (k + 1) at most, from query k
     c = fh.contribution_scatter(w, w * 3, NAMES)
     assert len(c.fig.data) == 8 and [t.name for t in c.fig.data] == NAMES
     assert c.fig.layout.xaxis.type == "log" and c.fig.layout.yaxis.type == "log"
     assert all(_titles(c.fig))
-    n_causal_kept = int((np.tril(w[0, 0]) > 0.01).sum())
-    assert len(c.fig.data[0].x) == n_causal_kept
+    dots = c.fig.data[0]
+    assert len(dots.x) == T  # one dot per key above 0.01
+    assert np.allclose(dots.x, 1 / np.arange(1, T + 1)) and np.allclose(dots.y, 3 * dots.x)
+    assert [tuple(r) for r in np.asarray(dots.customdata)] == [(k, k) for k in range(T)]
+    tiny = w.copy()
+    tiny[0, 0] = np.tril(np.full((T, T), 0.005))  # all below 0.01: left out
+    assert len(fh.contribution_scatter(tiny, tiny, NAMES).fig.data[0].x) == 0
 
 
 def test_training_curves_from_a_run():

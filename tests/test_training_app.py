@@ -1,10 +1,24 @@
-"""AppTest: the training lab — step-0 view, Run with small settings, NaN stop, hostile links."""
+"""AppTest: the training lab — its steps, Run with small settings, NaN stop, hostile links."""
 
 import pytest
 
-from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+from tests.support.apptest import (
+    all_specs,
+    no_exception,
+    plotly_specs,
+    run_page,
+    run_steps,
+    warnings,
+)
 
 PAGE = "pages/training.py"
+STEPS = ["Train", "Rows", "Predict"]
+# before any training, the charts of each step (a closed step sends nothing)
+SHOWS = {
+    "Train": ["Where the query looks: probe examples"],
+    "Rows": ["Per-row softmax Jacobian norms at step 0"],
+    "Predict": [],
+}
 
 
 def _titles(at):
@@ -16,24 +30,59 @@ def _metrics(at):
 
 
 def test_defaults_show_the_start_before_any_training():
-    at = run_page(PAGE)
+    runs = run_steps(PAGE, STEPS)
+    for step, at in zip(STEPS, runs, strict=True):
+        no_exception(at)
+        assert not warnings(at), step
+        titles = _titles(at)
+        assert len(titles) == len(SHOWS[step]), (step, titles)
+        assert all(t.startswith(w) for t, w in zip(titles, SHOWS[step], strict=True)), titles
+    shown = [spec["layout"]["title"]["text"] for spec in all_specs(runs)]
+    assert len(shown) == sum(len(v) for v in SHOWS.values())
+    assert not any("Training loss" in t for t in shown)  # nothing trained yet
+    at = run_page(PAGE)  # no ?step=: the lab, with Run and the probe rows before training
     no_exception(at)
     assert at.title[0].value == "Training lab"
     assert not warnings(at)
-    titles = _titles(at)
-    assert any("Jacobian norms at step 0" in t for t in titles)
-    assert any("probe examples" in t for t in titles)
-    assert not any("Training loss" in t for t in titles)  # nothing trained yet
-    m = _metrics(at)
+    assert [t[: len(SHOWS["Train"][0])] for t in _titles(at)] == SHOWS["Train"]
+    assert any("Run both" in i.value for i in at.info)
+    assert [b.label for b in at.button][:2] == ["Run both", "Stop"]
+    assert any("0.5" in c.value and "SGD" in c.value for c in at.caption)
+    m = _metrics(runs[1])  # the Rows step: how the two start
     assert (
         float(m["Step 0 largest weight, unscaled"])
         > 0.7
         > 0.4
         > float(m["Step 0 largest weight, scaled"])
     )
-    assert any("Run both" in i.value for i in at.info)
-    assert [b.label for b in at.button][:2] == ["Run both", "Stop"]
-    assert any("0.5" in c.value and "SGD" in c.value for c in at.caption)
+    assert any("once both runs have ended" in i.value for i in runs[1].info)
+    assert "Predict, then reveal" in " ".join(md.value for md in runs[2].markdown)
+
+
+def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
+    at = run_page(PAGE, step="Rows")
+    no_exception(at)
+    assert not warnings(at)
+    assert [h.value for h in at.subheader] == ["Row by row: who still passes gradient back"]
+    assert not [b for b in at.button if b.label == "Run both"]
+    at = run_page(PAGE, step="Nowhere")
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and "`step=Nowhere`" in notes[0], notes
+    assert [b.label for b in at.button][:2] == ["Run both", "Stop"]  # the first step
+    assert len(plotly_specs(at)) == len(SHOWS["Train"])
+
+
+def test_sliders_that_do_not_change_the_start_rebuild_no_chart():
+    at = run_page(PAGE)
+    [before] = plotly_specs(at)
+    at.select_slider(key="lr").set_value(0.1).run()
+    at.slider(key="steps").set_value(500).run()
+    no_exception(at)
+    assert plotly_specs(at) == [before]  # same spec: the browser redraws nothing
+    at.select_slider(key="d_k").set_value(8).run()
+    [after] = plotly_specs(at)
+    assert after != before
 
 
 def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
@@ -42,7 +91,9 @@ def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
     no_exception(at)
     titles = _titles(at)
     assert any("Training loss — d_k = 8, SGD, lr 0.5" in t for t in titles)
-    assert any("Accuracy" in t for t in titles) and any("after training" in t for t in titles)
+    assert any("Accuracy" in t for t in titles)
+    probe = next(s for s in plotly_specs(at) if "probe examples" in s["layout"]["title"]["text"])
+    assert len([t for t in probe["data"] if t["type"] == "heatmap"]) == 4  # before and after
     loss = next(s for s in plotly_specs(at) if "Training loss" in s["layout"]["title"]["text"])
     assert loss["layout"]["yaxis"]["type"] == "log"
     assert len(loss["data"]) == 2
@@ -53,6 +104,10 @@ def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
     again = run_page(PAGE, d_k="8", steps="50", seed="7")
     no_exception(again)
     assert any("Training loss" in t for t in _titles(again))
+    rows = run_page(PAGE, d_k="8", steps="50", seed="7", step="Rows")
+    no_exception(rows)
+    assert any("Jacobian norms after training" in t for t in _titles(rows))
+    assert any("Jacobian norms at step 0" in t for t in _titles(rows))
 
 
 def test_a_diverging_learning_rate_stops_and_says_so():
@@ -95,7 +150,7 @@ def test_adam_with_auto_learning_rate():
     ],
 )
 def test_bad_url_values_fall_back_with_a_note(params, bad):
-    at = run_page(PAGE, **params)
+    at = run_page(PAGE, step="Rows", **params)
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and f"`{bad}=" in notes[0], notes
