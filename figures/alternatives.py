@@ -26,11 +26,33 @@ def _fmt_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+# Margins wide enough for every figure's tick labels and axis titles. Plotly grows a margin
+# that is too small ("auto-margin") by laying the whole figure out a second time, on every
+# redraw; with the style's 10 px margins that second pass always happened and doubled
+# what a redraw costs the browser.
+MARGIN = dict(l=90, r=20, t=50, b=85)
+
+
 def _legend_below(layout: dict, extra: int = 60) -> dict:
     """Legend under the plot, so long titles on half-width charts do not collide with it."""
     layout["legend"] = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0.0)
     layout["height"] = layout["height"] + extra
-    layout["margin"] = dict(layout["margin"], b=10 + extra)
+    layout["margin"] = dict(b=MARGIN["b"] + extra)
+    return layout
+
+
+def _light(layout: dict) -> dict:
+    """Settings that make a redraw cheaper in the browser without changing the picture.
+
+    - margins at least MARGIN, which fits the labels, so plotly lays the figure out once;
+    - ticklabeloverflow "allow": plotly's default checks every tick label against the
+      figure's edge once per label, which is quadratic in the number of labels.
+    """
+    margin = layout.get("margin", {})
+    layout["margin"] = {k: max(margin.get(k, 0), v) for k, v in MARGIN.items()}
+    for name, axis in list(layout.items()):
+        if name.startswith(("xaxis", "yaxis")):
+            layout[name] = dict(axis, ticklabeloverflow="allow")
     return layout
 
 
@@ -56,104 +78,98 @@ def _vline(x: float) -> dict:
     )  # fmt: skip
 
 
-def _grid(
-    title: str,
-    mats: dict[str, np.ndarray],
-    traces: list[dict],
-    subtitles: list[str],
+def _strip(
+    mats: dict[str, np.ndarray], shown: dict[str, np.ndarray], labels: list[str], what: str
+) -> tuple[np.ndarray, list]:
+    """Small multiples as ONE heatmap's z: the T×T panels side by side, a blank column apart,
+    and the hover text of every cell. `shown` is what the colour encodes (it may be rescaled
+    per panel); `mats` holds the values the hover reports."""
+    T, n = len(labels), len(mats)
+    step = T + 1  # a panel and the blank column after it
+    z = np.full((T, n * step - 1), np.nan, np.float32)
+    text = np.full(z.shape, "", dtype=object)
+    for i, (name, m) in enumerate(mats.items()):
+        z[:, i * step : i * step + T] = shown[name]
+        text[:, i * step : i * step + T] = [
+            [f"{name}<br>query {labels[r]} · key {labels[c]}<br>{what} {m[r, c]:.3g}"
+             for c in range(T)]
+            for r in range(T)
+        ]  # fmt: skip
+    return z, text.tolist()
+
+
+def scoring_grids(
+    scores: dict[str, np.ndarray], weights: dict[str, np.ndarray], entropies: dict[str, float],
     labels: list[str],
-    **extra,
-) -> go.Figure:
-    """Heatmaps side by side, one per entry of `mats`, built in a single Figure call.
+) -> Chart:  # fmt: skip
+    """Every scoring's T×T scores (top row, diverging, each panel on its own scale) and their
+    softmax weights (bottom row, one shared 0–1 scale), in ONE figure of two heatmaps.
 
-    (make_subplots plus per-axis updates costs ~10× more, and this runs on every new
-    slider value.)
+    Five panels per row are one heatmap each (blank columns between panels), not five
+    subplots: this figure is redrawn on every move of the τ slider, and one figure with two
+    traces draws several times faster in the browser than two figures of five subplots.
     """
-    n, gap = len(mats), 0.035
-    width = (1 - gap * (n - 1)) / n
-    ticks = dict(tickmode="array", tickvals=list(range(len(labels))))
-    layout = base_layout(title, "key token", "query token", height=330)
-    layout["margin"] = dict(l=10, r=10, t=110, b=10)
-    layout["annotations"] = []
-    for i, trace in enumerate(traces):
-        ax = "" if i == 0 else str(i + 1)
-        x0 = i * (width + gap)
-        layout[f"xaxis{ax}"] = dict(
-            domain=[x0, x0 + width], anchor=f"y{ax}", title=dict(text="key token"),
-            ticktext=labels, **ticks,
-        )  # fmt: skip
-        layout[f"yaxis{ax}"] = dict(
-            anchor=f"x{ax}", autorange="reversed",
-            ticktext=labels if i == 0 else [""] * len(labels),
-            title=dict(text="query token" if i == 0 else ""), **ticks,
-        )  # fmt: skip
-        trace.update(xaxis=f"x{ax}", yaxis=f"y{ax}", xgap=1, ygap=1)
-        layout["annotations"].append(
-            dict(
-                text=subtitles[i], x=x0 + width / 2, y=1.0, xref="paper", yref="paper",
-                xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14),
-            )
-        )  # fmt: skip
-    layout.update(extra)
-    return go.Figure(data=traces, layout=layout)
-
-
-def scores_grid(scores: dict[str, np.ndarray], labels: list[str]) -> Chart:
-    """Each scoring function's T×T scores, diverging colours, each panel on its own scale."""
-    mats = {name: _np(z) for name, z in scores.items()}
-    subtitles = [f"<b>{n}</b><br>range {z.min():.2g} … {z.max():.2g}" for n, z in mats.items()]
-    traces = []
-    for name, z in mats.items():
-        lim = float(np.abs(z).max()) or 1.0
-        traces.append(
-            dict(
-                type="heatmap", z=z, zmin=-lim, zmax=lim, colorscale=DIVERGING, showscale=False,
-                hovertemplate=(
-                    f"{name}<br>query %{{y}} · key %{{x}}<br>score %{{z:{NUM_FMT}}}<extra></extra>"
-                ),
-            )
-        )  # fmt: skip
-    fig = _grid("Scores: the same queries and keys, five ways", mats, traces, subtitles, labels)
-    return Chart(
-        fig,
-        "Blue is negative, orange positive; each panel has its own colour scale, so compare "
-        "patterns, and compare sizes through the ranges above each panel. Dot and bilinear "
-        "scores grow with the vectors' lengths; scaled dot is the dot product divided by "
-        "√d_k = 4, the same pattern with a quarter of the range; cosine never leaves "
-        "[−1/τ, 1/τ].",
-    )
-
-
-def weights_grid(weights: dict[str, np.ndarray], entropies: dict[str, float], labels) -> Chart:
-    """Softmax of each panel of `scores_grid`, on one shared 0–1 colour scale."""
-    T = len(labels)
-    mats = {name: _np(w) for name, w in weights.items()}
-    subtitles = [f"<b>{name}</b><br>H = {entropies[name]:.2f}" for name in mats]
-    traces = [
-        dict(
-            type="heatmap", z=w, coloraxis="coloraxis",
-            hovertemplate=(
-                f"{name}<br>query %{{y}} · key %{{x}}<br>weight %{{z:{NUM_FMT}}}<extra></extra>"
-            ),
-        )
-        for name, w in mats.items()
+    names = list(scores)
+    T, n = len(labels), len(names)
+    step = T + 1
+    s_mats = {k: _np(v) for k, v in scores.items()}
+    w_mats = {k: _np(weights[k]) for k in names}
+    s_shown = {k: m / (float(np.abs(m).max()) or 1.0) for k, m in s_mats.items()}
+    z_s, text_s = _strip(s_mats, s_shown, labels, "score")
+    z_w, text_w = _strip(w_mats, w_mats, labels, "weight")
+    cell = dict(type="heatmap", xgap=1, ygap=1, hovertemplate="%{text}<extra></extra>")
+    data = [
+        dict(cell, z=z_s, text=text_s, zmin=-1.0, zmax=1.0, colorscale=DIVERGING,
+             showscale=False, xaxis="x2", yaxis="y2"),
+        dict(cell, z=z_w, text=text_w, zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, xaxis="x",
+             yaxis="y", colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT,
+                                      thickness=14, len=0.45, y=0.0, yanchor="bottom")),
     ]  # fmt: skip
-    coloraxis = dict(
-        colorscale=SEQUENTIAL, cmin=0.0, cmax=1.0,
-        colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT, thickness=14),
+    top, bottom = [0.57, 1.0], [0.0, 0.43]
+    x_range = [-0.5, n * step - 1.5]
+    rows = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels, autorange="reversed")
+    plain = dict(showgrid=False, zeroline=False)
+    layout = base_layout(
+        "Scores, and the weights softmax makes of them: the same queries and keys, five ways",
+        "key token (1 … 8 in every panel)",
+        "weights: query token",
+        height=660,
+    )
+    # bottom row (x, y): the weights, with the key labels; top row (x2, y2): the scores
+    layout["xaxis"].update(
+        **plain, anchor="y", range=x_range, tickmode="array", tickvals=list(range(T)),
+        ticktext=labels,
     )  # fmt: skip
-    fig = _grid(
-        "Weights: softmax of each row of scores", mats, traces, subtitles, labels,
-        coloraxis=coloraxis,
-    )  # fmt: skip
+    layout["yaxis"].update(**plain, **rows, domain=bottom, anchor="x")
+    layout["xaxis2"] = dict(**plain, anchor="y2", range=x_range, showticklabels=False)
+    layout["yaxis2"] = dict(
+        **plain, **rows, domain=top, anchor="x2", title=dict(text="scores: query token")
+    )
+    sub = dict(xref="x", yref="paper", xanchor="center", yanchor="bottom", showarrow=False)
+    layout["annotations"] = [
+        dict(sub, text=f"<b>{k}</b><br>range {m.min():.2g} … {m.max():.2g}",
+             x=i * step + (T - 1) / 2, y=top[1], font=dict(size=13))
+        for i, (k, m) in enumerate(s_mats.items())
+    ] + [
+        dict(sub, text=f"<b>{k}</b><br>H = {entropies[k]:.2f}", x=i * step + (T - 1) / 2,
+             y=bottom[1], font=dict(size=13))
+        for i, k in enumerate(names)
+    ]  # fmt: skip
+    layout["margin"] = dict(t=105, r=100)
+    fig = go.Figure(data=data, layout=_light(layout))
     sharpest = min(entropies, key=entropies.get)
     flattest = max(entropies, key=entropies.get)
     return Chart(
         fig,
-        f"H is the mean row entropy in nats, how spread a row is: {math.log(T):.2f} = uniform "
-        f"over {T} keys, 0 = one-hot. Here **{sharpest}** is the sharpest and **{flattest}** the "
-        "flattest. Large raw scores (dot, bilinear) lock rows onto one key; cosine's "
-        "bounded scores leave them nearly uniform unless τ is small.",
+        "Top row, scores: blue is negative, orange positive, and each panel has its own "
+        "colour scale, so compare patterns, and compare sizes through the ranges above the "
+        "panels. Dot and bilinear scores grow with the vectors' lengths; scaled dot is the "
+        "dot product divided by √d_k = 4, the same pattern with a quarter of the range; "
+        "cosine never leaves [−1/τ, 1/τ]. Bottom row, weights: each row of scores through "
+        f"softmax. H is the mean row entropy in nats, how spread a row is: {math.log(T):.2f} "
+        f"= uniform over {T} keys, 0 = one-hot. Here **{sharpest}** is the sharpest and "
+        f"**{flattest}** the flattest: large raw scores (dot, bilinear) lock rows onto one "
+        "key; cosine's bounded scores leave them nearly uniform unless τ is small.",
     )
 
 
@@ -161,7 +177,7 @@ def _fig(traces: list[dict], layout: dict, **axes) -> go.Figure:
     """One Figure call: traces as dicts, axis settings merged into the layout."""
     for name, extra in axes.items():  # xaxis=dict(type="log") …
         layout[name] = {**layout.get(name, {}), **extra}
-    return go.Figure(data=traces, layout=layout)
+    return go.Figure(data=traces, layout=_light(layout))
 
 
 def _line(x, y, name: str, line: dict, hover: str, **kw) -> dict:
@@ -282,6 +298,7 @@ def memory_chart(Ts: Sequence[int], nbytes: Sequence[int], budget: int) -> Chart
         hovertemplate="T %{x}<br>%{text}<extra></extra>",
     )  # fmt: skip
     cap = _hline(budget / 2**20, f"page cap {_fmt_bytes(budget)}", GREY, "dash", "left")
+    cap[1]["y"] = math.log10(budget / 2**20)  # an annotation on a log axis takes log10(y)
     layout = base_layout(
         "Memory of additive's T×T×d intermediate (float32, d = 64)",
         "sequence length T",
@@ -330,7 +347,7 @@ def smoother_chart(
         height=430,
         shapes=[_vline(probe)],
     )
-    fig = _fig(traces, _legend_below(layout))
+    fig = _fig(traces, _legend_below(layout, 85))  # five entries: two rows
     return Chart(
         fig,
         f"The dashed softmax-attention curve lies exactly on the thick Gaussian-kernel curve "

@@ -2,7 +2,12 @@
 and the FlashAttention walkthrough (tiles, running max and sum, output filling in).
 
 Numbers in, `Chart` out. Multi-panel figures are built from plain layout dicts (no
-make_subplots), which keeps a rerun cheap.
+make_subplots), which keeps a rerun cheap on the server. In the browser two things made
+every redraw of these figures cost about twice what it needs (measured in headless
+Chromium): plotly's auto-margins, which with the style's 10 px margins always grow and
+so lay the whole figure out a second time, and its default tick-label overflow check,
+which measures every label once per label. Each figure here therefore sets margins wide
+enough for its labels (`_figure(..., margin=…)`) and lets tick labels overflow.
 """
 
 from __future__ import annotations
@@ -101,15 +106,25 @@ def _hline(y: float, label: str, *, log: bool, right: bool = False) -> tuple[dic
     return shape, note
 
 
-def _figure(data: list[dict], layout: dict) -> go.Figure:
+def _figure(data: list[dict], layout: dict, margin: dict) -> go.Figure:
     """One constructor call with plain dicts, without plotly's per-property validation.
 
     Validation costs ~10 ms per figure here, which is most of a calculator rerun; the
     figure tests re-validate every builder's output (`go.Figure(chart.fig.to_dict())`),
     so a typo in a property name still fails loudly, just in CI instead of per rerun.
+
+    `margin` (l, r, t, b in px) must leave room for the tick labels, axis titles,
+    legend and colour bar: then plotly's auto-margin finds nothing to grow and draws
+    the figure once per update instead of twice. (It still grows a margin that turns
+    out too small, so a long label costs time, never legibility.)
     """
-    layout = dict(layout, template=dict(layout={}))  # Streamlit's theme styles the chart;
-    # plotly's own default template would add ~6 KB to copy and send on every rerun
+    layout = dict(layout, template=dict(layout={}), margin=margin)  # Streamlit's theme
+    # styles the chart; plotly's default template would add ~6 KB to every rerun
+    for name, axis in layout.items():
+        if name.startswith(("xaxis", "yaxis")):
+            # "allow": skip the default check that measures every tick label once per
+            # label (quadratic; the labels here never run past the figure's edge)
+            layout[name] = dict(axis, ticklabeloverflow="allow")
     return go.Figure(data=data, layout=layout, _validate=False)
 
 
@@ -124,8 +139,10 @@ def _pow2_ticks(lo: float, hi: float, every: int = 2) -> dict:
 
 def _log_T_axes(layout: dict) -> dict:
     layout["xaxis"].update(**_pow2_ticks(T_MIN, T_MAX))
-    layout["margin"] = dict(l=10, r=10, t=90, b=10)
     return layout
+
+
+LINE_MARGIN = dict(l=100, r=15, t=90, b=80)  # log tick labels left, legend on top
 
 
 def flops_chart(d_model: int, T: int) -> Chart:
@@ -155,7 +172,7 @@ def flops_chart(d_model: int, T: int) -> Chart:
         annotations=[note],
     )
     layout["yaxis"].update(type="log", exponentformat="power")
-    fig = _figure(data, _log_T_axes(layout))
+    fig = _figure(data, _log_T_axes(layout), LINE_MARGIN)
     share = a / (a + p)
     side = "attention's T² term dominates" if a > p else "the projections dominate"
     if a == p:
@@ -221,7 +238,7 @@ def probs_memory_chart(
         annotations=[note],
     )
     layout["yaxis"].update(**_byte_axis(lo, hi), range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3])
-    fig = _figure(data, _log_T_axes(layout))
+    fig = _figure(data, _log_T_axes(layout), dict(LINE_MARGIN, l=110))
     fit = largest_fitting_T(batch, heads, dtype, layers, gpu_gb)
     verdict = (
         f"All {layers} layers' probabilities fit only up to T = {fit:,}"
@@ -275,7 +292,7 @@ def kv_cache_chart(
     )
     layout["yaxis"].update(range=[0, top], tickformat=NUM_FMT)
     layout.update(showlegend=False, shapes=shapes, annotations=notes)
-    fig = _figure(data, layout)
+    fig = _figure(data, layout, dict(l=95, r=15, t=60, b=80))
     fits = [v <= gpu for v in vals]
     if all(fits):
         fit_txt = f"All three fit in {gpu_gb:g} GiB."
@@ -336,7 +353,7 @@ def sweep_chart(
         layout["yaxis"].update(**_byte_axis(min(all_y), max(all_y)))
     else:
         layout["yaxis"].update(type="log", dtick=1, tickformat=",~g")
-    fig = _figure(data, layout)
+    fig = _figure(data, layout, dict(l=110, r=15, t=60, b=80))
     if what == "memory":
         caption = (
             "On log–log axes a slope of 2 means memory grows like T²: the materialised path "
@@ -374,17 +391,23 @@ def walkthrough_chart(
     tiles: list[tuple[int, int, bool]],
     out: np.ndarray,
     exact: np.ndarray,
+    m: np.ndarray,
+    l: np.ndarray,
+    m_final: np.ndarray,
+    l_final: np.ndarray,
     *,
     block_q: int,
     block_k: int,
     step: int,
     current: tuple[tuple[int, int], tuple[int, int]] | None,
 ) -> Chart:
-    """Three panels sharing the query rows: the T×T scores under the tile grid (done tiles
-    clear, waiting ones hazy, the current one framed), the output so far (acc / l), and the
-    exact attention output.
+    """Five panels sharing the query rows, redrawn as ONE figure on every step: the T×T
+    scores under the tile grid (done tiles clear, waiting ones hazy, the current one
+    framed), the output so far (acc / l), the exact attention output, and each row's
+    running max m and running sum l beside their final values.
 
-    Built from five traces and at most three shapes, so it stays cheap for T = 64 with 2×2 tiles.
+    Built from nine traces and at most two shapes, so it stays cheap for T = 64 with 2×2
+    tiles (one figure with five panels draws faster than two figures with three and two).
     """
     scores = np.asarray(scores, np.float32)
     out, exact = np.asarray(out, np.float32), np.asarray(exact, np.float32)
@@ -403,12 +426,12 @@ def walkthrough_chart(
     s_lim = float(np.abs(finite).max()) if finite.size else 1.0
     o_lim = float(np.abs(exact).max()) or 1.0
     gx, gy = _grid_lines(T_q, T_k, block_q, block_k)
-    d_s, d_o, d_e = [0.0, 0.56], [0.68, 0.8], [0.86, 0.98]
+    d_s, d_o, d_e, d_m, d_l = [0.0, 0.45], [0.53, 0.61], [0.63, 0.71], [0.8, 0.885], [0.915, 1.0]
     bar = dict(tickformat=NUM_FMT, thickness=12, len=0.9, title=dict(side="top"))
     data = [
         dict(type="heatmap", z=np.where(np.isfinite(scores), scores, np.nan).astype(np.float32),
              colorscale=DIVERGING, zmin=-s_lim, zmax=s_lim, xgap=1, ygap=1,
-             colorbar=dict(bar, x=0.575, title=dict(text="score", side="top")),
+             colorbar=dict(bar, x=d_s[1] + 0.01, title=dict(text="score", side="top")),
              hovertemplate="query %{y}, key %{x}<br>score %{z:" + NUM_FMT + "}<extra></extra>"),
         dict(type="heatmap", z=veil, zmin=0, zmax=1, showscale=False, opacity=0.8,
              colorscale=[[0, "#FFFFFF"], [0.5, "#FFFFFF"], [0.5, GREY], [1, GREY]],
@@ -420,10 +443,27 @@ def walkthrough_chart(
         data.append(
             dict(type="heatmap", z=z, colorscale=DIVERGING, zmin=-o_lim, zmax=o_lim, xaxis=xa,
                  yaxis="y", xgap=1, ygap=1, showscale=xa == "x3",
-                 colorbar=dict(bar, x=1.0, title=dict(text="output", side="top")),
+                 colorbar=dict(bar, x=d_e[1] + 0.01, title=dict(text="output", side="top")),
                  hovertemplate="row %{y}, column %{x}<br>" + name + " %{z:" + NUM_FMT
                  + "}<extra></extra>")
         )  # fmt: skip
+    rows_now = np.zeros(T_q, bool)
+    if current is not None:
+        rows_now[current[0][0] : current[0][1]] = True
+    colors = np.where(rows_now, ORANGE, BLUE).tolist()
+    y = np.arange(T_q)
+    dot = 8 if T_q <= 24 else 5  # the final-value ◇, smaller when the rows are thin
+    for name, now, final, xa in (("m", m, m_final, "x4"), ("l", l, l_final, "x5")):
+        data += [
+            dict(type="bar", orientation="h", x=np.asarray(now, np.float32), y=y, xaxis=xa,
+                 yaxis="y", marker=dict(color=colors),
+                 hovertemplate="row %{y}<br>" + name + " so far %{x:" + NUM_FMT
+                 + "}<extra></extra>"),
+            dict(type="scatter", x=np.asarray(final, np.float32), y=y, mode="markers",
+                 xaxis=xa, yaxis="y", marker=dict(symbol="diamond-open", size=dot, color=BLACK),
+                 hovertemplate="row %{y}<br>final " + name + " %{x:" + NUM_FMT
+                 + "}<extra></extra>"),
+        ]  # fmt: skip
     shapes = []
     if current is None:
         title = f"Step 0 of {n_steps}: no tile processed yet"
@@ -433,28 +473,38 @@ def walkthrough_chart(
         frame = dict(line=dict(color=BLACK, width=4), layer="above", y0=r0 - 0.5, y1=r1 - 0.5)
         shapes.append(dict(frame, type="rect", x0=c0 - 0.5, x1=c1 - 0.5, xref="x", yref="y"))
         shapes.append(dict(frame, type="rect", x0=-0.5, x1=d_v - 0.5, xref="x2", yref="y"))
-    layout = base_layout(title, "key position", "query row", height=500)
+    layout = base_layout(title, "key position", "query row", height=520)
     layout["xaxis"].update(domain=d_s, range=[-0.6, T_k - 0.4], showgrid=False, zeroline=False)
-    layout["yaxis"].update(autorange="reversed", showgrid=False, zeroline=False)
-    small = dict(showgrid=False, zeroline=False, dtick=1 if d_v <= 8 else None)
-    layout["xaxis2"] = dict(small, domain=d_o, anchor="y", title=dict(text="column"))
-    layout["xaxis3"] = dict(small, domain=d_e, anchor="y", title=dict(text="column"))
+    # row 0 at the top; an explicit range, since the bars would pad an automatic one
+    layout["yaxis"].update(range=[T_q - 0.5, -0.5], showgrid=False, zeroline=False)
+    small = dict(showgrid=False, zeroline=False, dtick=1 if d_v <= 8 else None, anchor="y")
+    layout["xaxis2"] = dict(small, domain=d_o, title=dict(text="column"))
+    layout["xaxis3"] = dict(small, domain=d_e, title=dict(text="column"))
+    stat = dict(anchor="y", nticks=3, tickformat=".2~g", rangemode="tozero")
+    layout["xaxis4"] = dict(stat, domain=d_m, title=dict(text="m"))
+    layout["xaxis5"] = dict(stat, domain=d_l, title=dict(text="l"))
     layout["annotations"] = [
         dict(text=text, x=sum(d) / 2, y=1.0, xref="paper", yref="paper", showarrow=False,
              yanchor="bottom", font=dict(size=14))
-        for text, d in (("scores q·k/√d_k", d_s), ("so far: acc / l", d_o), ("exact", d_e))
+        for text, d in (
+            ("scores q·k/√d_k", d_s), ("so far:<br>acc / l", d_o), ("exact", d_e),
+            ("running<br>max m", d_m), ("running<br>sum l", d_l),
+        )
     ]  # fmt: skip
-    layout["margin"] = dict(l=10, r=10, t=80, b=10)
-    layout.update(shapes=shapes, showlegend=False)
-    fig = _figure(data, layout)
+    layout.update(shapes=shapes, showlegend=False, bargap=0.15)
+    fig = _figure(data, layout, dict(l=90, r=20, t=100, b=80))
     skipped = sum(1 for *_, v in tiles if not v)
     caption = (
         "Each box on the left is a tile: one block of queries meets one block of keys. Clear "
         "tiles are done, hazy ones are still to come, and the thick frame is the tile just "
         "folded in — the only scores that exist at that moment (the full matrix is drawn for "
-        "you; the method never stores it). On the right, the framed output rows change as each "
+        "you; the method never stores it). Beside it, the framed output rows change as each "
         "key block arrives; blank rows have not started; a row equals the exact answer once its "
-        "last tile is in."
+        "last tile is in. On the right, each row's running max m and running sum l (orange: "
+        "the rows of the current tile): when a new key block holds a bigger score, m jumps up "
+        "and everything summed so far is multiplied by exp(m_old − m_new) before the new keys "
+        "are added — so l can even shrink. Each bar reaches its ◇ once the row's last key "
+        "block is in."
     )
     if skipped:
         caption += (
@@ -464,77 +514,41 @@ def walkthrough_chart(
     return Chart(fig, caption)
 
 
-def _domains(n: int, gap: float) -> list[list[float]]:
-    w = (1.0 - gap * (n - 1)) / n
-    return [[i * (w + gap), i * (w + gap) + w] for i in range(n)]
-
-
-def running_stats_chart(
-    m: np.ndarray,
-    l: np.ndarray,
-    m_final: np.ndarray,
-    l_final: np.ndarray,
-    rows: tuple[int, int] | None,
-) -> Chart:
-    """Running max m and running sum l of every query row, beside their final values."""
-    T = len(m)
-    x = np.arange(T)
-    current = np.zeros(T, bool)
-    if rows is not None:
-        current[rows[0] : rows[1]] = True
-    colors = np.where(current, ORANGE, BLUE).tolist()
-    data = []
-    panels = (("m", m, m_final, "x", "y"), ("l", l, l_final, "x2", "y2"))
-    for i, (name, now, final, xa, ya) in enumerate(panels):
-        data += [
-            dict(type="bar", x=x, y=np.asarray(now, np.float32), marker=dict(color=colors),
-                 name="so far (orange: rows of the current tile)", xaxis=xa, yaxis=ya,
-                 showlegend=i == 0, legendgroup="now",
-                 hovertemplate="row %{x}<br>" + name + " = %{y:" + NUM_FMT + "}<extra></extra>"),
-            dict(type="scatter", x=x, y=np.asarray(final, np.float32), mode="markers",
-                 name="final value", xaxis=xa, yaxis=ya, showlegend=i == 0, legendgroup="final",
-                 marker=dict(symbol="diamond-open", size=10, color=BLACK, line=dict(width=2)),
-                 hovertemplate="row %{x}<br>final " + name + " = %{y:" + NUM_FMT
-                 + "}<extra></extra>"),
-        ]  # fmt: skip
-    dom = _domains(2, 0.1)
-    layout = base_layout(
-        "Running max m and running sum l of each query row", "query row", "running max m",
-        height=380,
-    )  # fmt: skip
-    layout["xaxis"].update(domain=dom[0], anchor="y")
-    layout["xaxis2"] = dict(domain=dom[1], anchor="y2", title=dict(text="query row"))
-    layout["yaxis2"] = dict(anchor="x2", title=dict(text="running sum l"), rangemode="tozero")
-    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
-    fig = _figure(data, layout)
-    caption = (
-        "When a new key block holds a bigger score, m jumps up and everything summed so far is "
-        "multiplied by exp(m_old − m_new) before the new keys are added — so l can even shrink. "
-        "Each bar reaches its ◇ once the row's last key block is in."
-    )
-    return Chart(fig, caption)
-
-
 # ------------------------------------------------------------------------------ the page's words
 # "Try this" experiments — (what to do, what you should see) — and the explanations, kept
 # here beside the pictures they refer to so the page script stays short.
 
-TRY_CALCULATORS = [
+TRY_COMPUTE = [
+    (
+        "Raise d_model to 4096",
+        "the crossover moves to T = 8192: wide models spend most of their compute in projections.",
+    ),
+    ("Set T = 256", "the projections now cost four times the attention itself: T / 2d = 1/4."),
+]
+
+TRY_MEMORY = [
     (
         "Set T = 2048",
         "the probabilities grow 4×: 2 GiB per layer, 24 GiB for 12 layers — a whole 24 GiB card.",
     ),
     (
-        "Raise d_model to 4096",
-        "the crossover moves to T = 8192: wide models spend most of their compute in projections.",
+        "Switch the precision to float32",
+        "4 bytes per probability instead of 2: T = 1024 already needs 12 GiB for 12 layers.",
     ),
+]
+
+TRY_KV_CACHE = [
     ("Set K/V heads to 1", "GQA turns into MQA and the KV cache shrinks by the factor h."),
+    (
+        "Set T = 131072",
+        "the MHA cache needs 96 GiB, four 24 GiB cards; GQA's 2 K/V heads bring it to 24 GiB.",
+    ),
 ]
 
 TRY_SWEEP = [
     ("Run the sweep", "memory slopes near 2 for `attention` and near 1 for the other two."),
     (
-        "Set heads to 64 in the controls and run it again",
+        "Set heads to 64 in the sidebar and run it again",
         "`attention` hits this sweep's memory budget early; the tiled and fused paths go on.",
     ),
     (
@@ -599,7 +613,7 @@ EXPLAIN_WEIGHTS = (
 
 INTRO = (
     "Attention's arithmetic grows with T², and so does something worse: the T×T matrix of "
-    "probabilities kept for training. This page counts both, measures them live on this "
-    "machine, and steps through the tiled algorithm behind FlashAttention, which returns the "
-    "same answer without ever storing that matrix."
+    "probabilities kept for training. The tabs below count both, measure them live on this "
+    "machine, and step through the tiled algorithm behind FlashAttention, which returns the "
+    "same answer without ever storing that matrix. The model and GPU are set in the sidebar."
 )

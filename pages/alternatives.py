@@ -36,6 +36,7 @@ FILE = "pages/alternatives.py"
 LABELS = [str(i) for i in range(1, 9)]  # eight tokens
 TAUS = np.logspace(-2, 1, 61)
 T_OPTIONS = (256, 4096)  # slider range for the largest T of the timing sweeps
+STEPS = ("Scoring", "Cosine", "Speed", "Smoother", "Linear attention", "Contribution")
 
 
 def _key(*parts) -> str:
@@ -49,21 +50,28 @@ def _key(*parts) -> str:
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def scoring_view(tau: float, seed: int):
-    s = scoring_setup(len(LABELS), seed=seed)
-    c = compare_scorings(s, tau)
-    ent = cosine_entropy_vs_tau(s.q, s.k, TAUS).numpy()  # the same q, k (T, d_k) as above
-    scaled = c.mean_entropy["scaled dot"]
-    lk = loud_key_example(tau)
+    """The five scorings of one set of tokens: their grids and the numbers the step reports."""
+    c = compare_scorings(scoring_setup(len(LABELS), seed=seed), tau)
     return dict(
-        scores=fa.scores_grid(c.scores, LABELS),
-        weights=fa.weights_grid(c.weights, c.mean_entropy, LABELS),
-        entropy=fa.cosine_entropy_chart(TAUS, ent, scaled, len(LABELS), tau),
-        loud=fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, tau),
+        grids=fa.scoring_grids(c.scores, c.weights, c.mean_entropy, LABELS),
         gap=c.absorption.max_abs_diff,
         top=c.absorption.max_abs_score,
         cos_range=(float(c.scores["cosine"].min()), float(c.scores["cosine"].max())),
         mean_entropy=c.mean_entropy,
         sharpest=sharpest_scoring(c),
+    )
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def cosine_view(tau: float, seed: int):
+    """Cosine's temperature curve for the same tokens, and the loud-key example."""
+    s = scoring_setup(len(LABELS), seed=seed)
+    c = compare_scorings(s, tau)
+    ent = cosine_entropy_vs_tau(s.q, s.k, TAUS).numpy()  # the same q, k (T, d_k) as above
+    lk = loud_key_example(tau)
+    return dict(
+        entropy=fa.cosine_entropy_chart(TAUS, ent, c.mean_entropy["scaled dot"], len(LABELS), tau),
+        loud=fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, tau),
         cos_row_max=typical_row_max(c.weights["cosine"]),
     )
 
@@ -95,19 +103,39 @@ def smoother_view(bandwidth: float):
 @st.cache_resource(max_entries=32, show_spinner=False)
 def contribution_view(value_scale: float):
     c = weights_vs_contributions(value_scale)
-    table = {
-        "token": c.tokens,
-        "weight α": c.weights.numpy(),
-        "‖v‖": c.value_norms.numpy(),
-        "‖α v‖": c.contributions.numpy(),
-        "‖Δo‖ deleted": c.renorm_change.numpy(),
-        "turn (°) deleted": c.renorm_angle_deg.numpy(),
+    columns = {
+        "weight α": c.weights,
+        "‖v‖": c.value_norms,
+        "‖α v‖": c.contributions,
+        "‖Δo‖ deleted": c.renorm_change,
+        "turn (°) deleted": c.renorm_angle_deg,
     }
+    table = {"token": c.tokens} | {k: [f"{x:.3g}" for x in v.tolist()] for k, v in columns.items()}
     return c, fa.contributions_chart(c.tokens, c.weights, c.contributions), table
 
 
-@st.fragment
-def scoring_section() -> None:
+# Each step is a function. From Speed on, its fixed prose comes first, then an
+# @st.fragment with the step's own controls, charts and exercise, then its fixed "Try this"
+# and explanations: moving a control reruns only the fragment, so the browser redraws only
+# what the control changes (long markdown is re-rendered on every rerun that sends it).
+
+
+def scoring_controls() -> tuple[float, int]:
+    """τ and the seed, in the sidebar: they drive the first two steps, which show the same
+    tokens (each later step has its own controls, inside it)."""
+    with ui.controls_area():
+        st.markdown("#### Scoring and Cosine")
+        st.caption("For the first two tabs; each of the others has its own controls.")
+        tau = ui.log_slider(
+            "tau", "τ — cosine temperature", 0.01, 10.0, 1.0,
+            help="Cosine scores are divided by τ before softmax. Small τ sharpens.",
+        )  # fmt: skip
+        seed = ui.number("seed", "Random seed (tokens and matrices)", 0, 10_000, 0)
+    ui.show_notes(keys=("tau", "seed"))  # above the tabs, so on every step
+    return tau, seed
+
+
+def scoring_step(tau: float, seed: int) -> None:
     st.subheader("Five ways to score a query against a key")
     st.markdown(
         "Attention needs one number per (query, key) pair before softmax. The transformer's "
@@ -116,35 +144,20 @@ def scoring_section() -> None:
         "v_aᵀ tanh(W₁q + W₂k), a tiny neural network per pair (the original 2014 attention) · "
         "**cosine** cos(q, k)/τ · **bilinear** qᵀWk with an extra learned matrix W."
     )
-    left, right = st.columns([1, 3.5], gap="medium")
-    with left:
-        tau = ui.log_slider(
-            "tau", "τ — cosine temperature", 0.01, 10.0, 1.0,
-            help="Cosine scores are divided by τ before softmax. Small τ sharpens.",
-        )  # fmt: skip
-        seed = ui.number("seed", "Random seed (tokens and matrices)", 0, 10_000, 0)
-        ui.show_notes(keys=("tau", "seed"))
-        v = scoring_view(tau, seed)
-        st.metric(
-            "Bilinear − absorbed dot",
-            f"{v['gap']:.1e}",
-            help=f"Largest |difference| between qᵀWk and x(W_qW)·xW_k over all pairs. Scores "
-            f"reach {v['top']:.3g}; the difference is float64 rounding only.",
-        )
-        st.metric(
-            "Largest |cos(q, k)/τ|",
-            f"{max(abs(x) for x in v['cos_range']):.3g}",
-            help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
-        )
-    with right:
-        ui.show(v["scores"])
-        ui.show(v["weights"])
-    st.markdown(
-        "**Bilinear is redundant.** With q = xW_q, the bilinear score (xW_q)W(xW_k)ᵀ is the "
-        "plain dot product of x(W_qW) and xW_k. A learned W_q can become W_qW, so the extra "
-        "matrix adds parameters and no expressive power — the metric above is that identity, "
-        "checked live."
+    v = scoring_view(tau, seed)
+    c1, c2, _ = st.columns([1, 1, 2])
+    c1.metric(
+        "Bilinear − absorbed dot",
+        f"{v['gap']:.1e}",
+        help=f"Largest |difference| between qᵀWk and x(W_qW)·xW_k over all pairs. Scores "
+        f"reach {v['top']:.3g}; the difference is float64 rounding only.",
     )
+    c2.metric(
+        "Largest |cos(q, k)/τ|",
+        f"{max(abs(x) for x in v['cos_range']):.3g}",
+        help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
+    )
+    ui.show(v["grids"])
     ent = " · ".join(f"{n} {v['mean_entropy'][n]:.2f}" for n in SCORINGS)
     ui.predict_choice(
         _key("alt-sharp", seed, tau),
@@ -160,8 +173,32 @@ def scoring_section() -> None:
         "2/τ apart, so cosine only wins once τ is small.",
         truth=f"Mean row entropy in nats (uniform over 8 keys: ln 8 = 2.08): {ent}.",
     )  # fmt: skip
+    st.markdown(
+        "**Bilinear is redundant.** With q = xW_q, the bilinear score (xW_q)W(xW_k)ᵀ is the "
+        "plain dot product of x(W_qW) and xW_k. A learned W_q can become W_qW, so the extra "
+        "matrix adds parameters and no expressive power — the metric *Bilinear − absorbed "
+        "dot* above is that identity, checked live."
+    )
+    ui.try_this(
+        [
+            ("Leave τ at 1", "the cosine panel of weights is almost a flat colour: every row "
+             "is close to uniform, entropy near ln 8 = 2.08."),
+            ("Lower τ to 0.05", "cosine's weights turn as sharp as the dot product's; the "
+             "Cosine tab shows why."),
+            ("Change the seed", "patterns change, but bilinear always matches the absorbed "
+             "dot product to about 1e-15, and dot is always sharper than scaled dot."),
+        ]
+    )  # fmt: skip
 
+
+def cosine_step(tau: float, seed: int) -> None:
     st.subheader("Cosine's bound: flat weights, and deaf to length")
+    st.markdown(
+        "Cosine scoring divides the length out of both vectors, so every score lies in "
+        "[−1/τ, 1/τ]. Two consequences: the weights stay flat unless the temperature τ is "
+        "small, and a key can no longer ask for attention by being long."
+    )
+    v = cosine_view(tau, seed)
     c1, c2 = st.columns(2, gap="large")
     with c1:
         ui.show(v["entropy"])
@@ -183,12 +220,9 @@ def scoring_section() -> None:
     )  # fmt: skip
     ui.try_this(
         [
-            ("Leave τ at 1", "the cosine panel of weights is almost a flat colour: every row "
-             "is close to uniform, entropy near ln 8 = 2.08."),
+            ("Leave τ at 1", "the entropy sits close to ln 8 = 2.08, the uniform row."),
             ("Lower τ to 0.05", "cosine becomes as sharp as the dot product, and the aligned "
              "short key takes nearly all the weight in the bar chart."),
-            ("Change the seed", "patterns change, but bilinear always matches the absorbed "
-             "dot product to about 1e-15, and dot is always sharper than scaled dot."),
         ]
     )  # fmt: skip
     ui.explain(
@@ -201,42 +235,23 @@ def scoring_section() -> None:
     )
 
 
-def speed_section() -> tuple[int, ...]:
-    st.subheader("Why the dot product won: speed, measured here")
-    st.markdown(
-        "On paper additive and dot-product scores cost the same: O(T²·d) multiply-adds. In "
-        "practice the dot product is **one matrix multiply**, the operation hardware is built "
-        "for, while additive scoring must write a T×T×d tensor, apply tanh to every entry and "
-        "read it back."
-    )
-    left, right = st.columns([1, 2.5], gap="medium")
-    with left:
-        T = ui.pow2_slider(
-            "T", "T — longest sequence to time", *T_OPTIONS, 1024,
-            help="The timings run over T = 128, 256 … up to this value, with d = 64.",
-        )  # fmt: skip
-        cap = additive_T_cap(SPEED_D)
-        if cap < T:
-            need = format_bytes(additive_intermediate_bytes(T, T, SPEED_D))
-            ui.note(
-                f"At T = {T} additive scoring would build a {need} intermediate; additive is "
-                f"timed only up to T = {cap} ({format_bytes(ADDITIVE_BUDGET_BYTES)} cap). "
-                f"The other timings go up to {T}."
-            )
-        ui.show_notes(keys=("T",))
-    Ts = tuple(2**i for i in range(7, int(math.log2(T)) + 1))  # 128 … T
-    with right:
-        ui.show(memory_view(Ts))
-    score_timing(tuple(t for t in Ts if t <= cap))
-    ui.try_this(
-        [
-            ("Press the button at T = 1024", "additive takes many times longer than the dot "
-             "product for the same T² pairs, at every T in the sweep."),
-            ("Drag T to 4096", "the bars turn red: additive would need 4 GiB for one head of "
-             "one layer, so the page refuses to time it and says so."),
-        ]
+def timing_T(*, cap_note: bool) -> tuple[int, ...]:
+    """The T slider of the timing sweeps (the same widget in the Speed and Linear attention
+    steps); returns the sweep's T = 128, 256 … T."""
+    T = ui.pow2_slider(
+        "T", "T — longest sequence to time", *T_OPTIONS, 1024,
+        help="The timings run over T = 128, 256 … up to this value, with d = 64.",
     )  # fmt: skip
-    return Ts
+    cap = additive_T_cap(SPEED_D)
+    if cap_note and cap < T:
+        need = format_bytes(additive_intermediate_bytes(T, T, SPEED_D))
+        ui.note(
+            f"At T = {T} additive scoring would build a {need} intermediate; additive is "
+            f"timed only up to T = {cap} ({format_bytes(ADDITIVE_BUDGET_BYTES)} cap). "
+            f"The other timings go up to {T}."
+        )
+    ui.show_notes(keys=("T",))
+    return tuple(2**i for i in range(7, int(math.log2(T)) + 1))  # 128 … T
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -264,14 +279,39 @@ def score_speed_view(Ts: tuple[int, ...], device: str):
     return rows, fa.speed_chart(*zip(*rows, strict=True))
 
 
+def speed_step() -> None:
+    st.subheader("Why the dot product won: speed, measured here")
+    st.markdown(
+        "On paper additive and dot-product scores cost the same: O(T²·d) multiply-adds. In "
+        "practice the dot product is **one matrix multiply**, the operation hardware is built "
+        "for, while additive scoring must write a T×T×d tensor, apply tanh to every entry and "
+        "read it back."
+    )
+    speed_live()
+    ui.try_this(
+        [
+            ("Press the button at T = 1024", "additive takes many times longer than the dot "
+             "product for the same T² pairs, at every T in the sweep."),
+            ("Drag T to 4096", "the bars turn red: additive would need 4 GiB for one head of "
+             "one layer, so the page refuses to time it and says so."),
+        ]
+    )  # fmt: skip
+
+
 @st.fragment
-def score_timing(Ts: tuple[int, ...]) -> None:
+def speed_live() -> None:
+    left, right = st.columns([1, 2.5], gap="medium")
+    with left:
+        Ts = timing_T(cap_note=True)
+    with right:
+        ui.show(memory_view(Ts))
+    timed = tuple(t for t in Ts if t <= additive_T_cap(SPEED_D))
     b, m1, m2 = st.columns([2, 1, 1], vertical_alignment="center")
     with b:
-        measured = _measured("time_scores", "Time dot product vs additive on this device", Ts)
+        measured = _measured("time_scores", "Time dot product vs additive on this device", timed)
     if not measured:
         return
-    rows, chart = score_speed_view(Ts, str(ui.device()))
+    rows, chart = score_speed_view(timed, str(ui.device()))
     T_last, dot_s, add_s = rows[-1]
     m1.metric(f"Additive ÷ dot at T = {T_last}", f"{add_s / dot_s:.3g}×")
     m2.metric(
@@ -281,8 +321,7 @@ def score_timing(Ts: tuple[int, ...]) -> None:
     ui.show(chart)
 
 
-@st.fragment
-def smoother_section() -> None:
+def smoother_step() -> None:
     st.subheader("Attention is a kernel smoother")
     st.markdown(
         "Forget tokens for a moment. Keys are positions x_j on a line, values are noisy "
@@ -296,6 +335,34 @@ def smoother_section() -> None:
         "attention**, φ(q)·φ(k) with φ = elu + 1 applied to 24 features of x (minus the "
         "squared distance to 24 evenly spaced anchors, over h²)."
     )
+    smoother_live()
+    ui.try_this(
+        [
+            ("Set the bandwidth to 5", "every curve flattens towards the mean of the samples: "
+             "each query now averages almost everything."),
+            ("Set it to 0.1", "the curves chase the noise. Linear attention turns lumpy: its 24 "
+             "anchors are 0.43 apart, too coarse for so narrow a kernel."),
+            ("Look for the softmax-attention curve", "you cannot see it: it lies exactly on "
+             "the Gaussian curve at every bandwidth."),
+        ]
+    )  # fmt: skip
+    ui.explain(
+        "Why is softmax attention *exactly* the Gaussian kernel here?",
+        "Expand the exponent: −(x − x_j)²/2h² = (x·x_j − x_j²/2)/h² − x²/2h². The last term "
+        "is the same for every key, and softmax ignores anything added to a whole row. What "
+        "is left is a dot product between the query [x, 1]/h² and the key [x_j, −x_j²/2]. So "
+        "softmax(q·k) is a normalised kernel; in a transformer the kernel is learned (through "
+        "W_q and W_k) and need not be symmetric.\n\n"
+        "**Linear attention** swaps exp(q·k) for φ(q)·φ(k) with a positive feature map φ "
+        "(here elu + 1). Then Σ_j φ(q)·φ(k_j) v_j = φ(q)ᵀ(Σ_j φ(k_j)v_jᵀ): the sum over keys "
+        "is computed once, and each query costs O(d²) instead of O(T·d). The price is that "
+        "the kernel must be written with a fixed, finite number of features. The *Linear "
+        "attention* tab times the two.",
+    )
+
+
+@st.fragment
+def smoother_live() -> None:
     left, right = st.columns([1, 3.5], gap="medium")
     with left:
         bandwidth = ui.log_slider(
@@ -322,28 +389,6 @@ def smoother_section() -> None:
         "and follows the noise; a wide one averages nearly everything and flattens the curve.",
         rel_tol=0.25, abs_tol=2, fmt="{:.0f}", lo=1, hi=n,
     )  # fmt: skip
-    ui.try_this(
-        [
-            ("Set the bandwidth to 5", "every curve flattens towards the mean of the samples: "
-             "each query now averages almost everything."),
-            ("Set it to 0.1", "the curves chase the noise. Linear attention turns lumpy: its 24 "
-             "anchors are 0.43 apart, too coarse for so narrow a kernel."),
-            ("Look for the softmax-attention curve", "you cannot see it: it lies exactly on "
-             "the Gaussian curve at every bandwidth."),
-        ]
-    )  # fmt: skip
-    ui.explain(
-        "Why is softmax attention *exactly* the Gaussian kernel here?",
-        "Expand the exponent: −(x − x_j)²/2h² = (x·x_j − x_j²/2)/h² − x²/2h². The last term "
-        "is the same for every key, and softmax ignores anything added to a whole row. What "
-        "is left is a dot product between the query [x, 1]/h² and the key [x_j, −x_j²/2]. So "
-        "softmax(q·k) is a normalised kernel; in a transformer the kernel is learned (through "
-        "W_q and W_k) and need not be symmetric.\n\n"
-        "**Linear attention** swaps exp(q·k) for φ(q)·φ(k) with a positive feature map φ "
-        "(here elu + 1). Then Σ_j φ(q)·φ(k_j) v_j = φ(q)ᵀ(Σ_j φ(k_j)v_jᵀ): the sum over keys "
-        "is computed once, and each query costs O(d²) instead of O(T·d). The price is that "
-        "the kernel must be written with a fixed, finite number of features.",
-    )
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -354,13 +399,29 @@ def attn_speed_view(Ts: tuple[int, ...], device: str):
     return rows, fa.attn_speed_chart(T_, soft, lin, exps)
 
 
-@st.fragment
-def attn_timing(Ts: tuple[int, ...]) -> None:
+def linear_step() -> None:
+    st.subheader("Softmax against linear attention, timed")
     st.markdown(
-        "**The cost of each.** Softmax attention builds the T×T weights; linear attention "
-        "never does. Timed at T = 128 … T (the T slider above), d = 64."
+        "Softmax attention builds the T×T weights, so its cost grows like T². Linear "
+        "attention (the third curve of the *Smoother* tab) sums φ(k_j)v_jᵀ over the keys "
+        "once and never forms them, so its cost grows like T. Both are timed here with "
+        "d = 64, at T = 128, 256 … up to the slider's T."
     )
-    b, m1 = st.columns([2, 2], vertical_alignment="center")
+    linear_live()
+    ui.try_this(
+        [
+            ("Press the button, then drag T to 4096 and press again", "the lines part as T "
+             "grows: softmax's time rises with a slope near 2 on the log–log plot, linear's "
+             "near 1 (the caption gives both)."),
+        ]
+    )  # fmt: skip
+
+
+@st.fragment
+def linear_live() -> None:
+    left, b, m1 = st.columns([1, 2, 1], vertical_alignment="center")
+    with left:
+        Ts = timing_T(cap_note=False)
     with b:
         measured = _measured("time_linear", "Time softmax vs linear attention on this device", Ts)
     if not measured:
@@ -371,14 +432,37 @@ def attn_timing(Ts: tuple[int, ...]) -> None:
     ui.show(chart)
 
 
-@st.fragment
-def contribution_section() -> None:
+def contribution_step() -> None:
     st.subheader("Attention weights are not explanations")
     st.markdown(
         'A constructed example. The query is "good"; most of its weight goes to **[SEP]**, a '
         "separator whose value vector is nearly zero, while **not** gets the least weight but "
         "carries a long value. The output is Σ α_j v_j, so what a token *adds* is α_j v_j."
     )
+    contribution_live()
+    ui.try_this(
+        [
+            ("Drag the value length to 0", "[SEP] keeps 58 % of the weight and contributes "
+             "exactly nothing; knocking it out changes nothing."),
+            ("Drag it to 1", "now [SEP] is a normal token and does contribute the most: the "
+             "weights tell the truth only when the values are comparable."),
+            ("Open the table", "deleting [SEP] outright changes the output's length a lot but "
+             "turns it by only a few degrees: it was a place to park weight, not a source."),
+        ]
+    )  # fmt: skip
+    ui.explain(
+        "What should I look at instead of the weights?",
+        "At least the contribution ‖α_j v_j‖, after the value projection — better, what "
+        "the output projection and the rest of the network do with it. Attention maps show "
+        "where a head *reads*, not what it *uses*. Heads often park weight on separators, "
+        "punctuation or the first token, whose values are close to zero: a no-op that looks "
+        "like intense interest on a heat map. Removal tests (ablations) and gradient-based "
+        "attributions measure use more directly, and they often disagree with the weights.",
+    )
+
+
+@st.fragment
+def contribution_live() -> None:
     left, right = st.columns([1, 3], gap="medium")
     with left:
         value_scale = ui.slider(
@@ -398,8 +482,9 @@ def contribution_section() -> None:
     with right:
         ui.show(chart)
     with st.expander("Every token, and two ways of removing it", icon=":material/table:"):
-        fmt = {k: st.column_config.NumberColumn(format="%.3g") for k in list(table)[1:]}
-        st.dataframe(table, hide_index=True, column_config=fmt)
+        # A static table, not st.dataframe: its grid widget is re-rendered on every move
+        # of the slider (expander closed or not), at a noticeable cost in the browser.
+        st.table(table, hide_index=True)
         turn = c.renorm_angle_deg
         st.caption(
             "‖α v‖ is what a token adds, and exactly how far the output moves if its term is "
@@ -426,25 +511,6 @@ def contribution_section() -> None:
         "cannot tell these two cases apart — only the product can.",
         truth=f"How far the output moves, ‖α_j v_j‖: {moved}.",
     )  # fmt: skip
-    ui.try_this(
-        [
-            ("Drag the value length to 0", "[SEP] keeps 58 % of the weight and contributes "
-             "exactly nothing; knocking it out changes nothing."),
-            ("Drag it to 1", "now [SEP] is a normal token and does contribute the most: the "
-             "weights tell the truth only when the values are comparable."),
-            ("Open the table", "deleting [SEP] outright changes the output's length a lot but "
-             "turns it by only a few degrees: it was a place to park weight, not a source."),
-        ]
-    )  # fmt: skip
-    ui.explain(
-        "What should I look at instead of the weights?",
-        "At least the contribution ‖α_j v_j‖, after the value projection — better, what "
-        "the output projection and the rest of the network do with it. Attention maps show "
-        "where a head *reads*, not what it *uses*. Heads often park weight on separators, "
-        "punctuation or the first token, whose values are close to zero: a no-op that looks "
-        "like intense interest on a heat map. Removal tests (ablations) and gradient-based "
-        "attributions measure use more directly, and they often disagree with the weights.",
-    )
 
 
 def run() -> None:
@@ -452,13 +518,24 @@ def run() -> None:
         FILE,
         "Scaled dot-product attention is one design among several. This page tests the usual "
         "arguments for it — other scores are no better and much slower — and two readings "
-        "of what attention *is*: a kernel smoother, and (wrongly) an explanation.",
+        "of what attention *is*: a kernel smoother, and (wrongly) an explanation. One idea "
+        "per tab below: τ and the seed of the first two are in the sidebar, the other tabs "
+        "carry their own controls.",
     )
-    scoring_section()
-    Ts = speed_section()
-    smoother_section()
-    attn_timing(Ts)
-    contribution_section()
+    tau, seed = scoring_controls()
+    tabs = ui.steps("step", STEPS)
+    with tabs[0]:
+        if tabs[0].open:
+            scoring_step(tau, seed)
+    with tabs[1]:
+        if tabs[1].open:
+            cosine_step(tau, seed)
+    # the later steps carry their own controls, inside fragments
+    later = (speed_step, smoother_step, linear_step, contribution_step)
+    for tab, section in zip(tabs[2:], later, strict=True):
+        with tab:
+            if tab.open:
+                section()
     ui.prev_next(FILE)
 
 

@@ -32,6 +32,9 @@ from attn_core.tiled import scores_computed
 from figures import cost as fig
 
 FILE = "pages/cost.py"
+STEPS = ("Compute", "Memory", "KV cache", "Sweep", "Walkthrough")
+MODEL_KEYS = ("T", "d_model", "heads", "kv_heads", "batch", "layers", "dtype", "gpu_gb")
+WALK_KEYS = ("walk_T", "block", "causal", "tiles")  # ?tiles= was ?step= before the tabs
 HEADS = [1, 2, 4, 8, 12, 16, 32, 64]
 GPUS = [8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192]
 WALK_D_K, WALK_D_V = 8, 4
@@ -46,6 +49,14 @@ def fit_choice(asked: int, divides: int, name: str, why: str) -> int:
         reason = f"is more than {why}" if asked > divides else f"does not divide {why} evenly"
         ui.note(f"`{name}={asked}` {reason}; using **{ok}** instead.")
     return ok
+
+
+# Charts are cached as resources (shared, only ever read) keyed by the controls they use:
+# a rerun whose values they do not depend on builds nothing.
+charts = st.cache_resource(max_entries=64, show_spinner=False)
+flops_chart = charts(fig.flops_chart)
+probs_memory_chart = charts(fig.probs_memory_chart)
+kv_cache_chart = charts(fig.kv_cache_chart)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -75,6 +86,15 @@ def walk_state(walk_T: int, block: int, causal: bool, step: int) -> dict:
     return dict(
         m=s.m.numpy(), l=s.l.numpy(), out=s.out.numpy(), cur=(cur.rows, cur.cols) if cur else None
     )
+
+
+@charts
+def walk_chart(walk_T: int, block: int, causal: bool, step: int):
+    w, s = walk_trace(walk_T, block, causal), walk_state(walk_T, block, causal, step)
+    return fig.walkthrough_chart(
+        w["scores"], w["tiles"], s["out"], w["exact"], s["m"], s["l"], w["m_final"],
+        w["l_final"], block_q=block, block_k=block, step=step, current=s["cur"],
+    )  # fmt: skip
 
 
 @st.cache_data(max_entries=96, show_spinner=False)
@@ -114,7 +134,7 @@ def macs_exercise(T: int, d_model: int, p: int, a: int, cross: int) -> None:
     )  # fmt: skip
 
 
-def calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> None:
+def compute_section(T: int, d_model: int) -> None:
     st.subheader("1 · Compute: where the multiply–adds go")
     p, a, cross = projection_macs(T, d_model), attention_macs(T, d_model), crossover_T(d_model)
     macs_exercise(T, d_model, p, a, cross)
@@ -122,8 +142,12 @@ def calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> No
     c[0].metric("Projections, 4·T·d² (MACs)", fig.si(p))
     c[1].metric("Attention, 2·T²·d (MACs)", fig.si(a))
     c[2].metric("Crossover T = 2·d", f"{cross:,}")
-    ui.show(fig.flops_chart(d_model, T))
+    ui.show(flops_chart(d_model, T))
+    ui.try_this(fig.TRY_COMPUTE)
+    ui.explain(*fig.EXPLAIN_COST)
 
+
+def memory_section(T, heads, batch, layers, dtype, gpu_gb) -> None:
     st.subheader("2 · Memory: the T×T wall")
     per, total = (attention_probs_bytes(batch, heads, T, dtype, n) for n in (1, layers))
     grow = attention_probs_bytes(batch, heads, 2 * T, dtype) // per  # computed, not typed in
@@ -139,8 +163,11 @@ def calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> No
     c[0].metric("Probabilities, one layer", format_bytes(per))
     c[1].metric(f"All {layers} layers", format_bytes(total))
     c[2].metric(f"Of a {gpu_gb:g} GiB GPU", fig.gpu_share(total, gpu_gb))
-    ui.show(fig.probs_memory_chart(batch, heads, dtype, layers, gpu_gb, T))
+    ui.show(probs_memory_chart(batch, heads, dtype, layers, gpu_gb, T))
+    ui.try_this(fig.TRY_MEMORY)
 
+
+def kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> None:
     st.subheader("3 · The KV cache at inference: MHA, GQA, MQA")
     d_head = d_model // heads
     mha, gqa, mqa = (
@@ -150,7 +177,8 @@ def calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> No
     c[0].metric("MHA cache", format_bytes(mha))
     c[1].metric(f"GQA cache ({kv_heads} K/V heads)", format_bytes(gqa))
     c[2].metric("MQA saves a factor", f"{mha // mqa}× (= h)")
-    ui.show(fig.kv_cache_chart(batch, T, layers, heads, kv_heads, d_head, dtype, gpu_gb))
+    ui.show(kv_cache_chart(batch, T, layers, heads, kv_heads, d_head, dtype, gpu_gb))
+    ui.try_this(fig.TRY_KV_CACHE)
 
 
 @st.fragment
@@ -227,9 +255,17 @@ def work_exercise(walk_T: int, block: int, causal: bool, work: int) -> None:
     )  # fmt: skip
 
 
+def walkthrough_step() -> None:
+    st.subheader("5 · FlashAttention, one tile at a time")
+    walkthrough()  # a fragment: the walkthrough's controls rerun only it
+    ui.try_this(fig.TRY_WALKTHROUGH)
+    ui.explain(*fig.EXPLAIN_ONLINE, expanded=True)
+    ui.explain(*fig.EXPLAIN_FASTER)
+    ui.explain(*fig.EXPLAIN_WEIGHTS)
+
+
 @st.fragment
 def walkthrough() -> None:
-    st.subheader("5 · FlashAttention, one tile at a time")
     c = st.columns([2, 2, 1.2])
     with c[0]:
         walk_T = ui.select_slider("walk_T", "Walkthrough length T", [8, 12, 16, 24, 32, 48, 64], 16)
@@ -240,28 +276,23 @@ def walkthrough() -> None:
     with c[2]:
         causal = ui.toggle("causal", "Causal mask", False)
     w = walk_trace(walk_T, block, causal)
+    notes = st.container()  # filled once the tile slider exists, so its note shows too
     work_exercise(walk_T, block, causal, w["work"])
     n = len(w["steps"])
-    if st.session_state.get("step", 0) > n:
-        st.session_state["step"] = n  # a smaller grid has fewer tiles
+    if st.session_state.get("tiles", 0) > n:
+        st.session_state["tiles"] = n  # a smaller grid has fewer tiles
     c = st.columns([1, 1, 3], vertical_alignment="bottom")
 
     def nudge(delta: int) -> None:
-        st.session_state["step"] = min(max(st.session_state.get("step", 1) + delta, 0), n)
+        st.session_state["tiles"] = min(max(st.session_state.get("tiles", 1) + delta, 0), n)
 
     c[0].button("Back", icon=":material/skip_previous:", on_click=nudge, args=(-1,))
     c[1].button("Step", icon=":material/skip_next:", on_click=nudge, args=(1,))
     with c[2]:
-        step = ui.slider("step", "Tiles processed", 0, n, 1)
-    s = walk_state(walk_T, block, causal, step)
-    rows = s["cur"] and s["cur"][0]
-    ui.show(
-        fig.walkthrough_chart(
-            w["scores"], w["tiles"], s["out"], w["exact"], block_q=block, block_k=block,
-            step=step, current=s["cur"],
-        )
-    )  # fmt: skip
-    ui.show(fig.running_stats_chart(s["m"], s["l"], w["m_final"], w["l_final"], rows))
+        step = ui.slider("tiles", "Tiles processed", 0, n, 1)
+    with notes:
+        ui.show_notes(keys=WALK_KEYS)
+    ui.show(walk_chart(walk_T, block, causal, step))
     if step == n:
         st.success(
             f"All {n} tiles done. Largest difference from full softmax attention: "
@@ -270,16 +301,16 @@ def walkthrough() -> None:
         )
     else:
         st.caption(f"Step to {n} to compare the finished output with full softmax attention.")
-    ui.try_this(fig.TRY_WALKTHROUGH)
 
 
-def run() -> None:
-    ui.page_header(FILE, fig.INTRO)
+def model_controls() -> tuple:
+    """The sidebar: one model and one GPU, shared by the calculators and the sweep."""
     dev = ui.device()
     here = device_memory_gib(dev)
     gpus = sorted(set(GPUS) | ({round(here)} if here else set()))
     with ui.controls_area():
         st.markdown("#### Model and hardware")
+        st.caption("For every tab but the walkthrough, which has its own controls.")
         T = ui.pow2_slider("T", "Sequence length T", 16, 131072, 1024)
         d_model = ui.select_slider(
             "d_model", "d_model", [64, 128, 256, 512, 768, 1024, 2048, 4096, 8192], 512
@@ -295,19 +326,30 @@ def run() -> None:
         )  # fmt: skip
     heads = fit_choice(heads, d_model, "heads", f"d_model = {d_model}")
     kv_heads = fit_choice(kv_heads, heads, "kv_heads", f"the {heads} query heads")
-    notes = st.container()  # filled last, so the walkthrough's own controls are covered too
+    ui.show_notes(keys=MODEL_KEYS)  # above the tabs: the sidebar feeds four of them
+    return T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb
 
-    calculators(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb)
-    ui.try_this(fig.TRY_CALCULATORS)
-    ui.explain(*fig.EXPLAIN_COST)
-    sweep_section(T, heads, d_model // heads, dtype)
-    ui.try_this(fig.TRY_SWEEP)
-    walkthrough()
-    ui.explain(*fig.EXPLAIN_ONLINE, expanded=True)
-    ui.explain(*fig.EXPLAIN_FASTER)
-    ui.explain(*fig.EXPLAIN_WEIGHTS)
-    with notes:
-        ui.show_notes()
+
+def run() -> None:
+    ui.page_header(FILE, fig.INTRO)
+    T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb = model_controls()
+    tabs = ui.steps("step", STEPS)
+    with tabs[0]:
+        if tabs[0].open:
+            compute_section(T, d_model)
+    with tabs[1]:
+        if tabs[1].open:
+            memory_section(T, heads, batch, layers, dtype, gpu_gb)
+    with tabs[2]:
+        if tabs[2].open:
+            kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb)
+    with tabs[3]:
+        if tabs[3].open:
+            sweep_section(T, heads, d_model // heads, dtype)
+            ui.try_this(fig.TRY_SWEEP)
+    with tabs[4]:
+        if tabs[4].open:
+            walkthrough_step()
     ui.prev_next(FILE)
 
 

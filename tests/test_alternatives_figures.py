@@ -30,22 +30,53 @@ def comparison():
     return compare_scorings(scoring_setup(8, seed=0), tau=1.0)
 
 
-def test_scores_and_weights_grids_have_one_heatmap_per_scoring(comparison):
-    scores = fa.scores_grid(comparison.scores, LABELS)
-    weights = fa.weights_grid(comparison.weights, comparison.mean_entropy, LABELS)
-    for chart in (scores, weights):
-        layout = _titled(chart)
-        assert [t.type for t in chart.fig.data] == ["heatmap"] * 5
-        assert all(np.asarray(t.z).shape == (8, 8) for t in chart.fig.data)
-        assert layout.yaxis.autorange == "reversed"
-        names = " ".join(a.text for a in layout.annotations)
-        for name in ("dot", "scaled dot", "additive", "cosine", "bilinear"):
-            assert f"<b>{name}</b>" in names
-    # scores: diverging and centred per panel; weights: one shared 0–1 colour axis
-    for t in scores.fig.data:
-        assert t.zmin == -t.zmax
-    assert weights.fig.layout.coloraxis.cmin == 0 and weights.fig.layout.coloraxis.cmax == 1
-    assert "sharpest" in weights.caption
+def test_scoring_grids_show_scores_above_weights_one_heatmap_per_row(comparison):
+    chart = fa.scoring_grids(comparison.scores, comparison.weights, comparison.mean_entropy, LABELS)
+    layout = _titled(chart)
+    scores, weights = chart.fig.data
+    assert [t.type for t in chart.fig.data] == ["heatmap", "heatmap"]
+    # five 8×8 panels side by side, one blank (NaN) column between neighbours
+    for t in (scores, weights):
+        z = np.asarray(t.z, float)
+        assert z.shape == (8, 5 * 9 - 1)
+        assert np.isnan(z[:, 8::9]).all() and np.isfinite(np.delete(z, np.s_[8::9], 1)).all()
+    # scores: each panel rescaled to its own ±1; the hover keeps the true value
+    for i, name in enumerate(comparison.scores):
+        panel = np.asarray(scores.z, float)[:, i * 9 : i * 9 + 8]
+        raw = comparison.scores[name].numpy()
+        np.testing.assert_allclose(panel, raw / np.abs(raw).max(), atol=1e-6)
+        assert scores.text[0][i * 9].startswith(f"{name}<br>query 1 · key 1<br>score ")
+    assert (scores.zmin, scores.zmax, scores.showscale) == (-1, 1, False)
+    # weights: the softmax itself on one 0–1 scale, rows summing to 1 in every panel
+    w = np.asarray(weights.z, float)
+    assert (weights.zmin, weights.zmax) == (0, 1)
+    for i in range(5):
+        np.testing.assert_allclose(w[:, i * 9 : i * 9 + 8].sum(1), 1, atol=1e-5)
+    assert layout.yaxis.autorange == "reversed" and layout.yaxis2.autorange == "reversed"
+    assert scores.yaxis == "y2" and weights.yaxis == "y"
+    assert layout.yaxis2.domain[0] > layout.yaxis.domain[1]  # scores above weights
+    names = " ".join(a.text for a in layout.annotations)
+    for name in ("dot", "scaled dot", "additive", "cosine", "bilinear"):
+        assert f"<b>{name}</b><br>range" in names and f"<b>{name}</b><br>H =" in names
+    assert "sharpest" in chart.caption
+
+
+def test_figures_are_light_to_redraw(comparison):
+    """Margins wide enough that plotly need not grow them (which lays a figure out twice on
+    every redraw), and tick labels allowed to overflow (plotly's check is quadratic)."""
+    lk = loud_key_example(1.0)
+    d = kernel_smoother_demo(0.5, n=30, n_query=41)
+    charts = [
+        fa.scoring_grids(comparison.scores, comparison.weights, comparison.mean_entropy, LABELS),
+        fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, 1.0),
+        fa.memory_chart([128, 2048], [2**22, 2**30], 2**28),
+        fa.smoother_chart(d.x, d.y, d.x_query, d.truth, d.fits, 0.5, d.probe, 0.0),
+    ]
+    for chart in charts:
+        layout = chart.fig.layout
+        assert layout.margin.l >= 80 and layout.margin.b >= 80, layout.title.text
+        axes = [k for k in chart.fig.to_dict()["layout"] if k.startswith(("xaxis", "yaxis"))]
+        assert all(layout[k].ticklabeloverflow == "allow" for k in axes)
 
 
 def test_cosine_entropy_chart_marks_the_slider_and_the_references():
@@ -81,6 +112,8 @@ def test_speed_and_memory_charts():
     bar = mem.fig.data[0]
     assert bar.type == "bar" and list(bar.text) == ["4 MiB", "1 GiB"]
     assert bar.marker.color[0] != bar.marker.color[1]  # over the cap is coloured apart
+    (label,) = mem.fig.layout.annotations  # on the cap line of the log axis (log10 units)
+    assert "page cap 256 MiB" in label.text and label.y == pytest.approx(np.log10(256))
 
 
 def test_smoother_and_probe_charts():

@@ -1,5 +1,5 @@
-"""AppTest: the cost page opened as a shared link — the lesson's numbers, bad and extreme
-URL values, the walkthrough's Step/Back, and the measured sweep (made tiny)."""
+"""AppTest: the cost page opened as a shared link — its steps, the lesson's numbers, bad and
+extreme URL values, the walkthrough's Step/Back, and the measured sweep (made tiny)."""
 
 import math
 import re
@@ -7,9 +7,27 @@ import re
 import pytest
 
 import attn_core
-from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+from tests.support.apptest import (
+    all_specs,
+    no_exception,
+    plotly_specs,
+    run_page,
+    run_steps,
+    warnings,
+)
 
 COST = "pages/cost.py"
+KEY = "step"  # the tabs' URL key
+STEPS = ["Compute", "Memory", "KV cache", "Sweep", "Walkthrough"]
+TITLES = {  # what each step draws before the sweep is run (title prefixes)
+    "Compute": ["Compute per layer against sequence length (d_model = 512)"],
+    "Memory": ["Stored attention probabilities: batch 32 × 8 heads"],
+    "KV cache": ["KV cache while generating"],
+    "Sweep": [],
+    "Walkthrough": ["Step 1 of 16"],
+}
+SIDEBAR = ["T", "batch", "d_model", "dtype", "gpu_gb", "heads", "kv_heads", "layers"]
+WALK = ["block", "causal", "tiles", "walk_T"]
 
 
 def metrics(at) -> dict[str, str]:
@@ -20,33 +38,80 @@ def titles(at) -> list[str]:
     return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
 
 
+def step(label: str, **params):
+    return run_page(COST, **{KEY: label}, **params)
+
+
+def controls(at) -> list[str]:
+    kinds = (at.select_slider, at.slider, at.radio, at.selectbox, at.toggle)
+    keys = {w.key for kind in kinds for w in kind if w.key}
+    return sorted(k for k in keys if not k.startswith(("pick-", "guess-")))
+
+
+def test_each_step_draws_only_its_own_charts():
+    runs = run_steps(COST, STEPS, key=KEY)
+    for label, at in zip(STEPS, runs, strict=True):
+        no_exception(at)
+        assert not warnings(at), (label, warnings(at))
+        assert at.title[0].value == "Cost and FlashAttention"
+        shown = titles(at)
+        assert len(shown) == len(TITLES[label]), (label, shown)
+        for want, got in zip(TITLES[label], shown, strict=True):
+            assert got.startswith(want), (want, got)
+        # the sidebar is always there; the walkthrough's own controls only in its step
+        assert controls(at) == sorted(SIDEBAR + (WALK if label == "Walkthrough" else [])), label
+        for spec in plotly_specs(at):  # every chart has axis titles
+            assert spec["layout"]["xaxis"]["title"]["text"]
+            assert spec["layout"]["yaxis"]["title"]["text"]
+    assert len(all_specs(runs)) == 4  # compute, probabilities, KV cache, walkthrough
+    assert any("Run the sweep" in i.value for i in runs[3].info)  # nothing measured until asked
+    for at in runs:
+        assert "Try this" in " ".join(md.value for md in at.markdown)
+
+
 def test_defaults_reproduce_the_lesson():
-    at = run_page(COST)
+    at = run_page(COST)  # the first step: compute
     no_exception(at)
-    assert at.title[0].value == "Cost and FlashAttention"
+    assert not warnings(at)
+    assert [t[:26] for t in titles(at)] == ["Compute per layer against "]
     m = metrics(at)
     assert m["Crossover T = 2·d"] == "1,024"
     assert m["Projections, 4·T·d² (MACs)"] == m["Attention, 2·T²·d (MACs)"]  # T = 2d
+    m = metrics(step("Memory"))
     assert m["Probabilities, one layer"] == "512 MiB"
     assert m["All 12 layers"] == "6 GiB"
     assert m["Of a 24 GiB GPU"] == "25%"
+    m = metrics(step("KV cache"))
     assert m["MHA cache"] == "768 MiB" and m["GQA cache (2 K/V heads)"] == "192 MiB"
     assert m["MQA saves a factor"].startswith("8×")
-    t = titles(at)
-    assert "Compute per layer against sequence length (d_model = 512)" in t
-    assert any(x.startswith("Stored attention probabilities: batch 32 × 8 heads") for x in t)
-    assert any(x.startswith("KV cache while generating") for x in t)
-    assert any(x.startswith("Step 1 of 16") for x in t)
-    assert any("Running max m" in x for x in t)
+
+
+def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
+    at = step("Walkthrough", walk_T="12", block="8", tiles="3", causal="true")
+    no_exception(at)
     assert not warnings(at)
-    assert any("Run the sweep" in i.value for i in at.info)  # nothing measured until asked
-    # every chart has axis titles
-    for spec in plotly_specs(at):
-        assert spec["layout"]["xaxis"]["title"]["text"] and spec["layout"]["yaxis"]["title"]["text"]
+    assert [t[:12] for t in titles(at)] == ["Step 3 of 3:"]  # 2 row blocks: 1 + 2 tiles
+    at = step("Nowhere")
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and f"`{KEY}=Nowhere`" in notes[0], notes
+    assert "Compute" in notes[0]
+    assert [t[:26] for t in titles(at)] == ["Compute per layer against "]
+    at = step("5")  # an old walkthrough link: the tile counter is ?tiles= now
+    assert len(warnings(at)) == 1 and "`step=5`" in warnings(at)[0]
+    # the sidebar keeps its values from step to step
+    at = step("Memory")
+    at.select_slider(key="T").set_value(2048).run()
+    assert metrics(at)["Probabilities, one layer"] == "2 GiB"
+    at.query_params[KEY] = at.session_state[KEY] = "KV cache"  # what clicking the tab does
+    at.run()
+    no_exception(at)
+    assert at.select_slider(key="T").value == 2048
+    assert metrics(at)["MHA cache"] == "1.5 GiB"
 
 
 def test_T_2048_quadruples_the_probabilities():
-    at = run_page(COST, T="2048")
+    at = step("Memory", T="2048")
     no_exception(at)
     m = metrics(at)
     assert m["Probabilities, one layer"] == "2 GiB" and m["All 12 layers"] == "24 GiB"
@@ -55,7 +120,7 @@ def test_T_2048_quadruples_the_probabilities():
 
 
 def test_bad_url_values_fall_back_with_visible_notes():
-    bad = {
+    sidebar = {
         "T": "abc",
         "d_model": "100",
         "heads": "<script>alert(1)</script>",
@@ -64,26 +129,28 @@ def test_bad_url_values_fall_back_with_visible_notes():
         "layers": "1e999",
         "dtype": "int8",
         "gpu_gb": "7",
-        "walk_T": "5",
-        "block": "3",
-        "causal": "maybe",
-        "step": "99",
     }
-    at = run_page(COST, **bad)
+    walk = {"walk_T": "5", "block": "3", "causal": "maybe", "tiles": "99"}
+    at = step("Memory", **sidebar)
     no_exception(at)
     notes = warnings(at)
-    for key in bad:
-        assert any(f"`{key}=" in n for n in notes), (key, notes)
+    for key in sidebar:
+        assert sum(f"`{key}=" in n for n in notes) == 1, (key, notes)
     assert all("<script>" not in n.replace("`heads=<script>", "") for n in notes)
     m = metrics(at)  # everything is back at its default
     assert m["Probabilities, one layer"] == "512 MiB" and m["All 12 layers"] == "6 GiB"
     assert at.select_slider(key="T").value == 1024
-    assert at.slider(key="step").value == 1
-    assert any(x.startswith("Step 1 of 16") for x in titles(at))
+    at = step("Walkthrough", **sidebar, **walk)  # the sidebar's notes show in every step
+    no_exception(at)
+    notes = warnings(at)
+    for key in [*sidebar, *walk]:
+        assert sum(f"`{key}=" in n for n in notes) == 1, (key, notes)
+    assert at.slider(key="tiles").value == 1
+    assert [t[:12] for t in titles(at)] == ["Step 1 of 16"]
 
 
 def test_heads_that_do_not_divide_are_fixed_with_a_note():
-    at = run_page(COST, heads="12", kv_heads="16")
+    at = step("KV cache", heads="12", kv_heads="16")
     no_exception(at)
     notes = warnings(at)
     assert any("`heads=12`" in n and "d_model = 512" in n and "**8**" in n for n in notes)
@@ -93,24 +160,26 @@ def test_heads_that_do_not_divide_are_fixed_with_a_note():
 
 
 def test_extreme_settings_stay_finite_and_cap_the_sweep():
-    at = run_page(
-        COST, T="131072", batch="1024", layers="128", heads="64", d_model="8192",
-        dtype="float32", gpu_gb="8",
+    extreme = dict(
+        T="131072", batch="1024", layers="128", heads="64", d_model="8192", dtype="float32",
+        gpu_gb="8",
     )  # fmt: skip
-    no_exception(at)
-    m = metrics(at)
+    runs = run_steps(COST, STEPS[:4], key=KEY, **extreme)
+    for at in runs:
+        no_exception(at)
+    m = metrics(runs[1])
     assert m["All 128 layers"].endswith("PiB")
     assert m["Of a 8 GiB GPU"].endswith("×")
-    for spec in plotly_specs(at):
+    for spec in all_specs(runs):
         for trace in spec["data"]:
             ys = trace.get("y")
             if isinstance(ys, list):
                 assert all(y is None or math.isfinite(y) for y in ys if not isinstance(y, str))
-    assert any("131,072" in n and "sweep stops" in n for n in warnings(at))
+    assert any("131,072" in n and "sweep stops" in n for n in warnings(runs[3]))
 
 
 def test_walkthrough_step_back_and_finish():
-    at = run_page(COST)
+    at = step("Walkthrough")
     labels = [b.label for b in at.button]
     assert "Step" in labels and "Back" in labels
     nxt = next(b for b in at.button if b.label == "Step")
@@ -122,29 +191,23 @@ def test_walkthrough_step_back_and_finish():
     back = next(b for b in at.button if b.label == "Back")
     back.click().run()
     assert any(x.startswith("Step 0 of 16") for x in titles(at))
-    at.slider(key="step").set_value(16).run()
+    at.slider(key="tiles").set_value(16).run()
     no_exception(at)
     done = [s.value for s in at.success]
     assert done and "All 16 tiles done" in done[0]
     diff = float(re.search(r"\*\*([0-9.e+-]+)\*\*", done[0]).group(1))
     assert diff < 1e-5
+    assert len(plotly_specs(at)) == 1  # tiles, outputs, m and l in one figure
 
 
 def test_causal_clamps_the_step_to_the_smaller_grid():
-    at = run_page(COST, step="16")  # the last of 16 tiles
+    at = step("Walkthrough", tiles="16")  # the last of 16 tiles
     assert any(x.startswith("Step 16 of 16") for x in titles(at))
     at.toggle(key="causal").set_value(True).run()
     no_exception(at)
     assert any(x.startswith("Step 10 of 10") for x in titles(at))  # 6 future tiles skipped
     assert any("grey tiles" in c.value for c in at.caption)
     assert not warnings(at)
-
-
-def test_walkthrough_from_a_link():
-    at = run_page(COST, walk_T="12", block="8", step="3", causal="true")
-    no_exception(at)
-    assert not warnings(at)
-    assert any(x.startswith("Step 3 of 3") for x in titles(at))  # 2 row blocks: 1 + 2 tiles
 
 
 @pytest.fixture
@@ -159,9 +222,9 @@ def tiny_sweep(monkeypatch):
 
 
 def test_sweep_runs_on_the_button_and_reports_slopes_and_backend(tiny_sweep):
-    at = run_page(COST, d_model="64", heads="1")
+    at = step("Sweep", d_model="64", heads="1")
     no_exception(at)
-    assert not any(t.startswith("Peak memory") for t in titles(at))
+    assert not titles(at)
     run = next(b for b in at.button if b.label == "Run the sweep")
     run.click().run()
     no_exception(at)
@@ -182,7 +245,7 @@ def test_sweep_runs_on_the_button_and_reports_slopes_and_backend(tiny_sweep):
 
 
 def test_predict_then_reveal_doubling_T():
-    at = run_page(COST)
+    at = step("Memory")
     at.radio(key="pick-double_T").set_value("×4")
     at.button(key="FormSubmitter:form-double_T-Reveal").click().run()
     no_exception(at)
@@ -190,7 +253,7 @@ def test_predict_then_reveal_doubling_T():
 
 
 def test_presenter_mode_keeps_the_controls_on_the_page():
-    at = run_page(COST, present="1", T="2048")
+    at = step("Memory", present="1", T="2048")
     no_exception(at)
     assert at.select_slider(key="T").value == 2048
     assert metrics(at)["Probabilities, one layer"] == "2 GiB"

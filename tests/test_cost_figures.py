@@ -111,16 +111,24 @@ def walk():
     return T, block, steps, ref, out
 
 
+def _stats(steps, step, T):
+    """(m, l, m_final, l_final) after `step` tiles, as the page passes them."""
+    now, final = trace_state(steps, step, T), trace_state(steps, len(steps), T)
+    return now.m.numpy(), now.l.numpy(), final.m.numpy(), final.l.numpy()
+
+
 def test_walkthrough_chart_highlights_the_current_tile_and_rows(walk):
     T, block, steps, ref, out = walk
     tiles = tile_grid(T, T, block, block)
     now = trace_state(steps, 5, T)
     c = fig.walkthrough_chart(
-        ref.scores.numpy(), tiles, now.out.numpy(), out.numpy(), block_q=block, block_k=block,
-        step=5, current=(steps[4].rows, steps[4].cols),
+        ref.scores.numpy(), tiles, now.out.numpy(), out.numpy(), *_stats(steps, 5, T),
+        block_q=block, block_k=block, step=5, current=(steps[4].rows, steps[4].cols),
     )  # fmt: skip
     f = c.fig
-    assert [t.type for t in f.data] == ["heatmap", "heatmap", "scatter", "heatmap", "heatmap"]
+    assert [t.type for t in f.data] == [
+        "heatmap", "heatmap", "scatter", "heatmap", "heatmap", "bar", "scatter", "bar", "scatter"
+    ]  # fmt: skip
     assert np.asarray(f.data[0].z).shape == (T, T)
     veil = np.asarray(f.data[1].z, float)
     assert np.isnan(veil).sum() == 5 * block * block  # five tiles done, clear
@@ -134,9 +142,20 @@ def test_walkthrough_chart_highlights_the_current_tile_and_rows(walk):
     assert rows_frame.xref == "x2" and (rows_frame.y0, rows_frame.y1) == (3.5, 7.5)
     assert f.layout.xaxis.title.text and f.layout.yaxis.title.text
     assert f.layout.xaxis2.title.text and f.layout.xaxis3.title.text
+    # running max m and running sum l: horizontal bars on the query rows, the final ◇ beside
+    m_bar, m_final, l_bar, l_final = f.data[5:]
+    assert (m_bar.orientation, m_bar.xaxis, l_bar.xaxis) == ("h", "x4", "x5")
+    assert all(t.yaxis in (None, "y") for t in f.data)  # every panel shares the query rows
+    np.testing.assert_allclose(np.asarray(m_bar.x, float)[:8], now.m.numpy()[:8])
+    assert np.isnan(np.asarray(l_bar.x, float)[8:]).all()  # rows not started: no bar
+    assert list(m_bar.marker.color[4:8]) == [fig.ORANGE] * 4  # the current tile's rows
+    assert list(m_bar.marker.color[:4]) == [fig.BLUE] * 4
+    assert m_final.marker.symbol == l_final.marker.symbol == "diamond-open"
+    assert f.layout.xaxis4.title.text == "m" and f.layout.xaxis5.title.text == "l"
+    assert "exp(m_old − m_new)" in c.caption
     start = fig.walkthrough_chart(
         ref.scores.numpy(), tiles, trace_state(steps, 0, T).out.numpy(), out.numpy(),
-        block_q=block, block_k=block, step=0, current=None,
+        *_stats(steps, 0, T), block_q=block, block_k=block, step=0, current=None,
     )  # fmt: skip
     assert "Step 0 of 16" in start.fig.layout.title.text and not start.fig.layout.shapes
 
@@ -145,27 +164,15 @@ def test_walkthrough_chart_causal_greys_skipped_tiles():
     T, block = 10, 4
     tiles = tile_grid(T, T, block, block, causal=True)
     scores = np.where(np.tril(np.ones((T, T))) > 0, 1.0, -np.inf)
-    out = np.zeros((T, 2))
+    out, stat = np.zeros((T, 2)), np.full(T, np.nan)
     c = fig.walkthrough_chart(
-        scores, tiles, out, out + 1, block_q=block, block_k=block, step=6, current=None
-    )
+        scores, tiles, out, out + 1, stat, stat, stat, stat, block_q=block, block_k=block,
+        step=6, current=None,
+    )  # fmt: skip
     veil = np.asarray(c.fig.data[1].z, float)
     assert (veil == 1).sum() == 3 * block * block - 2 * 2 * block  # 3 skipped (one short)
     assert "grey tiles" in c.caption
     assert np.isnan(np.asarray(c.fig.data[0].z, float)).any()  # -inf scores left blank
-
-
-def test_running_stats_chart(walk):
-    T, _, steps, _, _ = walk
-    now, final = trace_state(steps, 3, T), trace_state(steps, len(steps), T)
-    rs = fig.running_stats_chart(
-        now.m.numpy(), now.l.numpy(), final.m.numpy(), final.l.numpy(), steps[2].rows
-    )
-    assert [t.type for t in rs.fig.data] == ["bar", "scatter", "bar", "scatter"]
-    assert rs.fig.layout.yaxis2.title.text == "running sum l"
-    assert rs.fig.layout.xaxis.title.text and rs.fig.layout.yaxis.title.text
-    assert list(rs.fig.data[0].marker.color[:4]) == [fig.ORANGE] * 4
-    assert rs.fig.layout.title.text
 
 
 def test_formatters():
@@ -175,7 +182,13 @@ def test_formatters():
 
 
 def test_words_are_complete():
-    for items in (fig.TRY_CALCULATORS, fig.TRY_SWEEP, fig.TRY_WALKTHROUGH):
+    for items in (
+        fig.TRY_COMPUTE,
+        fig.TRY_MEMORY,
+        fig.TRY_KV_CACHE,
+        fig.TRY_SWEEP,
+        fig.TRY_WALKTHROUGH,
+    ):
         assert 2 <= len(items) <= 3 and all(do and see for do, see in items)
     for title, body in (fig.EXPLAIN_COST, fig.EXPLAIN_ONLINE, fig.EXPLAIN_FASTER):
         assert title and len(body) > 100
@@ -199,10 +212,16 @@ def test_every_builder_output_passes_plotly_validation(walk):
         ),
         fig.walkthrough_chart(
             ref.scores.numpy(), tile_grid(T, T, block, block), now.out.numpy(), out.numpy(),
-            block_q=block, block_k=block, step=3, current=(steps[2].rows, steps[2].cols),
+            *_stats(steps, 3, T), block_q=block, block_k=block, step=3,
+            current=(steps[2].rows, steps[2].cols),
         ),
-        fig.running_stats_chart(now.m.numpy(), now.l.numpy(), now.m.numpy(), now.l.numpy(), None),
     ]  # fmt: skip
     for c in charts:
         go.Figure(c.fig.to_dict())  # raises ValueError on any invalid property
         assert c.caption and c.alt
+        # light to redraw in the browser: margins that need not grow (else plotly lays the
+        # figure out twice per update) and no quadratic tick-label overflow check
+        layout = c.fig.to_dict()["layout"]
+        assert layout["margin"]["l"] >= 80 and layout["margin"]["b"] >= 80
+        axes = [k for k in layout if k.startswith(("xaxis", "yaxis"))]
+        assert axes and all(layout[k]["ticklabeloverflow"] == "allow" for k in axes)

@@ -6,9 +6,10 @@ import torch
 
 from attn_core import compare_scorings, entropy, kernel_smoother_demo, scoring_setup
 from attn_core import weights_vs_contributions as contributions
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, run_page, run_steps
 
 PAGE = "pages/alternatives.py"
+STEPS = ["Scoring", "Cosine", "Speed", "Smoother", "Linear attention", "Contribution"]
 
 
 def _questions(at) -> list[str]:
@@ -54,15 +55,17 @@ def _loudest(value_scale: float) -> str:
 
 
 def test_every_exercise_asks_about_the_instance_on_screen():
-    at = run_page(PAGE)
-    no_exception(at)
-    qs = "\n".join(_questions(at))
-    assert len(_questions(at)) == 4
-    assert "Seed 0, τ = 1: which scoring gives the **sharpest** weights" in qs
-    assert "Cosine scoring at τ = 1, seed 0" in qs
-    assert "Bandwidth h = 0.5: the query at x = 5 averages the 80 samples" in qs
-    assert "[SEP]'s value vector has length 0.02" in qs
-    assert not at.success and not at.error  # nothing revealed before a commitment
+    runs = run_steps(PAGE, STEPS)
+    asked = {}
+    for label, at in zip(STEPS, runs, strict=True):
+        no_exception(at)
+        asked[label] = "\n".join(_questions(at))
+        assert not at.success and not at.error  # nothing revealed before a commitment
+    assert [len(_questions(at)) for at in runs] == [1, 1, 0, 1, 0, 1]  # one per step at most
+    assert "Seed 0, τ = 1: which scoring gives the **sharpest** weights" in asked["Scoring"]
+    assert "Cosine scoring at τ = 1, seed 0" in asked["Cosine"]
+    assert "Bandwidth h = 0.5: the query at x = 5 averages the 80 samples" in asked["Smoother"]
+    assert "[SEP]'s value vector has length 0.02" in asked["Contribution"]
 
 
 @pytest.mark.parametrize("seed", [0, 2])
@@ -82,7 +85,7 @@ def test_sharpest_scoring_follows_the_seed(seed):
 def test_cosine_row_max_is_computed_for_seed_and_tau():
     for seed, tau in ((0, 1.0), (3, 0.1)):
         truth = _cosine_row_max(seed, tau)
-        at = run_page(PAGE, seed=seed, tau=tau)
+        at = run_page(PAGE, seed=seed, tau=tau, step="Cosine")
         key = f"alt-cosmax-{seed}-{tau:g}".replace(".", "_")
         _reveal(at, key, 0.95)
         ok, bad = _said(at)
@@ -97,7 +100,7 @@ def test_kernel_window_count_follows_the_bandwidth():
     narrow, wide = _keys_for_90(0.5), _keys_for_90(2.0)
     assert narrow < wide <= 80
     for h, truth in ((0.5, narrow), (2, wide)):
-        at = run_page(PAGE, bandwidth=h)
+        at = run_page(PAGE, bandwidth=h, step="Smoother")
         key = f"alt-window-{h:g}".replace(".", "_")
         _reveal(at, key, 80 if truth < 40 else 1)
         ok, bad = _said(at)
@@ -110,7 +113,7 @@ def test_knockout_answer_turns_from_not_to_sep_with_the_value_length():
     assert _loudest(0.02).startswith("not") and _loudest(1.0).startswith("[SEP]")
     for scale in (0.02, 1.0):
         want = _loudest(scale)
-        at = run_page(PAGE, value_scale=scale)
+        at = run_page(PAGE, value_scale=scale, step="Contribution")
         key = f"alt-knock-{scale:g}".replace(".", "_")
         wrong = "film (α = 0.10)"
         _reveal(at, key, wrong)

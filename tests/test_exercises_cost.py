@@ -35,35 +35,49 @@ def work_share(T, block, causal):
 
 
 @pytest.fixture(scope="module")
-def at0():
-    at = run_page(PAGE)
+def compute():
+    at = run_page(PAGE)  # the first step
     no_exception(at)
     return at
 
 
-def test_both_new_questions_appear_unrevealed(at0):
-    text = " ".join(m.value for m in at0.markdown)
+@pytest.fixture(scope="module")
+def walk():
+    at = run_page(PAGE, step="Walkthrough")
+    no_exception(at)
+    return at
+
+
+def test_both_new_questions_appear_unrevealed(compute, walk):
+    text = " ".join(m.value for m in compute.markdown)
     assert "Which part does more multiply–adds?" in text and "T = **1,024**" in text
+    assert compute.radio(key="pick-cost-macs-1024-512").options == [PROJ, ATTN, SAME]
+    text = " ".join(m.value for m in walk.markdown)
     assert "what percentage does the tiled loop actually compute?" in text
-    assert at0.radio(key="pick-cost-macs-1024-512").options == [PROJ, ATTN, SAME]
-    assert at0.number_input(key="guess-cost-work-16-4-False").value is None
-    assert not any(s.value.startswith(("Right", "Close enough")) for s in at0.success)
-    assert not any(e.value.startswith(("Not quite", "Computed")) for e in at0.error)
+    assert walk.number_input(key="guess-cost-work-16-4-False").value is None
+    for at in (compute, walk):
+        assert not any(s.value.startswith(("Right", "Close enough")) for s in at.success)
+        assert not any(e.value.startswith(("Not quite", "Computed")) for e in at.error)
 
 
-def test_right_answers_succeed(at0):
+def test_each_question_lives_in_its_own_step(compute, walk):
+    assert not compute.get("number_input")  # no tiling question in the compute step
+    assert not any(r.key == "pick-cost-macs-1024-512" for r in walk.radio)
+
+
+def test_right_answers_succeed(compute, walk):
     # at the defaults T = 1024 = 2 · d_model: the crossover itself
     assert macs_answer(1024, 512) == SAME
-    at0.radio(key="pick-cost-macs-1024-512").set_value(SAME)
-    reveal(at0, "cost-macs-1024-512")
-    assert any(s.value.startswith(f"Right: **{SAME}**") for s in at0.success)
+    compute.radio(key="pick-cost-macs-1024-512").set_value(SAME)
+    reveal(compute, "cost-macs-1024-512")
+    assert any(s.value.startswith(f"Right: **{SAME}**") for s in compute.success)
+    assert "T / 2d = 1 here" in " ".join(m.value for m in compute.markdown)
     share = work_share(16, 4, False)
     assert share == 100  # no mask: every score is computed, as in full attention
-    at0.number_input(key="guess-cost-work-16-4-False").set_value(share)
-    reveal(at0, "cost-work-16-4-False")
-    assert any(s.value.startswith("Close enough: computed **100 %**") for s in at0.success)
-    text = " ".join(m.value for m in at0.markdown)
-    assert "T / 2d = 1 here" in text and "What it saves is *memory*" in text
+    walk.number_input(key="guess-cost-work-16-4-False").set_value(share)
+    reveal(walk, "cost-work-16-4-False")
+    assert any(s.value.startswith("Close enough: computed **100 %**") for s in walk.success)
+    assert "What it saves is *memory*" in " ".join(m.value for m in walk.markdown)
 
 
 def test_wrong_answers_show_the_computed_one():
@@ -72,6 +86,7 @@ def test_wrong_answers_show_the_computed_one():
     reveal(at, "cost-macs-1024-512")
     errors = [e.value for e in at.error]
     assert any("you said *" + ATTN in e and f"**{SAME}**" in e for e in errors)
+    at = run_page(PAGE, step="Walkthrough")
     at.number_input(key="guess-cost-work-16-4-False").set_value(50.0)
     reveal(at, "cost-work-16-4-False")
     assert any(
@@ -88,6 +103,7 @@ def test_new_settings_ask_new_questions_with_computed_answers():
     reveal(at, "cost-macs-256-512")
     assert any(s.value.startswith(f"Right: **{PROJ}**") for s in at.success)
     # the walkthrough's own controls define the tiling question
+    at = run_page(PAGE, step="Walkthrough")
     at.toggle(key="causal").set_value(True).run()
     at.select_slider(key="block").set_value(8).run()
     no_exception(at)
