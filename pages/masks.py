@@ -83,7 +83,7 @@ def outcomes(spec: tuple, logit_size: float) -> list:
 
 # Building a plotly figure costs ~30 ms; these caches hand back the same read-only Chart
 # objects (cache_resource: no pickling), bounded, keyed only by the controls they use.
-@st.cache_resource(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def mask_chart(spec: tuple, example: int):
     kind = spec[0]
     keep = build_mask(kind, spec[1], **dict(spec[2]))  # (B, T, T)
@@ -94,13 +94,13 @@ def mask_chart(spec: tuple, example: int):
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def logits_chart(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
     m = main_view(spec, fill, dtype, logit_size, example)
     return fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=dtype)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def weight_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
     m = main_view(spec, fill, dtype, logit_size, example)
     return (
@@ -109,12 +109,12 @@ def weight_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def fill_chart(spec: tuple, logit_size: float, fill: str, dtype: str):
     return fig.fill_grid(outcomes(spec, logit_size), fill=fill, dtype=dtype)
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
     keep, w, used = cross_attention_demo(T_q, T, lengths, device=ui.device())
     b = min(example, len(used) - 1)
@@ -123,7 +123,7 @@ def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def bug_lab(batch: int, T_q: int, T: int, lengths: tuple, example: int):
     """The bug lab: its messages and (when the bare mask runs silently) its two charts."""
     lab = broadcast_lab(batch, T_q, T, lengths)

@@ -90,7 +90,8 @@ def controls():
 
 # Charts are cached too (st.cache_resource hands back the same figure objects, which
 # st.plotly_chart only reads): a rerun that changes nothing they depend on rebuilds none.
-charts = st.cache_resource(max_entries=64, show_spinner=False)
+# Few entries: a cached figure is thousands of objects the garbage collector re-scans.
+charts = st.cache_resource(max_entries=8, show_spinner=False)
 
 
 @charts
