@@ -233,6 +233,16 @@ def kv_control(heads: int) -> int:
     )
 
 
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cat_plane(a: float):
+    return fg.tired_cat_plane(tired_cat_one_head(a), a, V_CAT, V_TIRED)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cat_concat(a1: float, a2: float):
+    return fg.tired_cat_concat(tired_cat_two_heads(a1, a2), a1, a2)
+
+
 @st.fragment
 def tired_cat() -> None:
     st.subheader("5 · Why not one head? “The tired cat sat”")
@@ -240,14 +250,14 @@ def tired_cat() -> None:
     one, two = st.columns(2, gap="large")
     with one:
         a = ui.slider("split", "One head: weight on cat", 0.0, 1.0, 0.5, step=0.05)
-        ui.show(fg.tired_cat_plane(tired_cat_one_head(a), a, V_CAT, V_TIRED))
+        ui.show(cat_plane(a))  # cached: moving one slider rebuilds only its own chart
     with two:
         c1, c2 = st.columns(2)
         with c1:
             a1 = ui.slider("split1", "Head 1: weight on cat", 0.0, 1.0, 1.0, step=0.05)
         with c2:
             a2 = ui.slider("split2", "Head 2: weight on cat", 0.0, 1.0, 0.0, step=0.05)
-        ui.show(fg.tired_cat_concat(tired_cat_two_heads(a1, a2), a1, a2))
+        ui.show(cat_concat(a1, a2))
     ui.try_this(fg.TRY_CAT)
 
 

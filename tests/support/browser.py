@@ -140,9 +140,18 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900):
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
-    wait_idle(page)
-    page.wait_for_timeout(300)  # let the last deltas paint
-    wait_idle(page)
+    # The app can look idle between its first run and a rerun the page asks for, with only
+    # part of the page drawn: wait until it is idle *and* its elements stop changing.
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=60_000, state="attached")
+    elements = '[data-testid="stElementContainer"]'
+    count, deadline = -1, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        wait_idle(page)
+        page.wait_for_timeout(300)  # let the last deltas paint
+        now = page.locator(elements).count()
+        if now == count and page.locator(IDLE).count():
+            break
+        count = now
     return page, errors
 
 
