@@ -141,7 +141,7 @@ def bench_latency(rounds: int, pages: list[str] | None = None) -> None:
         streamlit_server("bench/bare_app.py") as bare_url,
         chromium() as b,
     ):
-        bare, _ = open_page(b, bare_url)
+        bare, _ = open_page(b, bare_url, ready=None)
         for path, qs in _views():
             if pages is not None and path not in pages:
                 continue

@@ -131,7 +131,7 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout_ms, state="attached")
 
 
-def open_page(browser, url: str, *, width: int = 1400, height: int = 900):
+def open_page(browser, url: str, *, width: int = 1400, height: int = 900, ready: str | None = "h1"):
     # A fresh context per page: no shared tabs, timers or caches between measurements.
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
@@ -142,7 +142,8 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900):
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
     # The app can look idle between its first run and a rerun the page asks for, with only
     # part of the page drawn: wait until it is idle *and* its elements stop changing.
-    page.wait_for_selector('[data-testid="stMain"] h1', timeout=60_000, state="attached")
+    if ready:  # every lesson page has a title; the bare yardstick page passes ready=None
+        page.wait_for_selector(f'[data-testid="stMain"] {ready}', timeout=60_000, state="attached")
     elements = '[data-testid="stElementContainer"]'
     count, deadline = -1, time.monotonic() + 60
     while time.monotonic() < deadline:
