@@ -54,7 +54,8 @@ def device_label(device: torch.device | str) -> str:
         return f"GPU · {torch.cuda.get_device_name(device)}"
     if device.type == "mps":
         return "GPU · Apple (MPS)"
-    return f"CPU · {torch.get_num_threads()} threads"
+    n = torch.get_num_threads()
+    return f"CPU · {n} thread{'s' if n != 1 else ''}"
 
 
 def parse_dtype(name: str | torch.dtype) -> torch.dtype:

@@ -6,16 +6,25 @@ millions of objects torch and plotly create at import. `gc.freeze()` moves
 those long-lived objects to a permanent generation that collections skip
 (the standard fix for large, long-lived servers); garbage made later is still
 collected as usual.
+
+It also gives torch one intra-op thread. A server runs many sessions' reruns at once
+and the app's tensors are small; with two OpenMP threads per op, concurrent reruns
+spin-wait on each other. Measured with bench/load.py (30 browser sessions): server CPU
+per rerun 36–47 ms -> 24 ms, script run p95 960 -> 310 ms, rerun p95 of the watched
+sessions 1.4–1.8 s -> 0.7 s. One session alone trains /training's pair 25% slower
+(1.14 -> 1.43 s).
 """
 
 import gc
 
 import numpy  # noqa: F401
 import plotly.graph_objects  # noqa: F401
-import torch  # noqa: F401
+import torch
 
 import attn_core  # noqa: F401
 import figures  # noqa: F401
+
+torch.set_num_threads(1)
 
 gc.collect()
 gc.freeze()
