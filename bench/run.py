@@ -9,9 +9,15 @@
     each step's own sliders in that step, and the heavy views the issues name),
     the median key press → rerun finished time in headless Chromium, next to a
     bare one-slider page served at the same time and measured alternately.
+    The bare page is stock Streamlit: served with Streamlit's default runner
+    settings, so it runs the full gc.collect() after every rerun that this app's
+    .streamlit/config.toml turns off (postScriptGC = false, for a class's load).
+    That collection is ~25 ms of the bare page's ~45 ms. `--yardstick app` serves
+    the bare page with the app's settings instead (a like-for-like floor, ~18 ms).
 (c) page-specific benchmarks in bench/<page>.py, when present (main() prints a table).
 
-Options: --only kernels|latency|pages, --rounds N, --pages scaling cost … (latency only).
+Options: --only kernels|latency|pages, --rounds N, --pages scaling cost … and
+--yardstick stock|app (latency only).
 """
 
 from __future__ import annotations
@@ -117,7 +123,11 @@ def _press_pairs(page, bare, rounds: int, index: int, within: str) -> tuple[floa
     return statistics.median(p), statistics.median(q)
 
 
-def bench_latency(rounds: int, pages: list[str] | None = None) -> None:
+# Streamlit's defaults for the settings .streamlit/config.toml changes for speed.
+STOCK = ("--runner.postScriptGC=true",)
+
+
+def bench_latency(rounds: int, pages: list[str] | None = None, yardstick: str = "stock") -> None:
     """Every slider of every step: the sidebar's in the default step (where a link lands),
     each step's own sliders in that step."""
     from tests.support.browser import (
@@ -132,13 +142,15 @@ def bench_latency(rounds: int, pages: list[str] | None = None) -> None:
     print(
         "\n(b) rerun latency, key press -> rerun finished, headless Chromium,"
         f" {rounds} presses per slider, alternating with the bare one-slider page"
+        f" ({'stock Streamlit settings' if yardstick == 'stock' else 'the app settings'})"
     )
     print(f"{'view':<44} {'slider':<34} {'page':>6} {'bare':>6} {'ratio':>6}")
     print("-" * 100)
     summary = []
+    flags = STOCK if yardstick == "stock" else ()
     with (
         streamlit_server() as app_url,
-        streamlit_server("bench/bare_app.py") as bare_url,
+        streamlit_server("bench/bare_app.py", flags=flags) as bare_url,
         chromium() as b,
     ):
         bare, _ = open_page(b, bare_url, ready=None)
@@ -193,11 +205,14 @@ def main() -> None:
     ap.add_argument("--only", choices=["kernels", "latency", "pages"])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--pages", nargs="*", help="url paths for the latency table (default: all)")
+    ap.add_argument(
+        "--yardstick", choices=["stock", "app"], default="stock", help="the bare page's settings"
+    )
     a = ap.parse_args()
     if a.only in (None, "kernels"):
         bench_kernels(a.rounds)
     if a.only in (None, "latency"):
-        bench_latency(a.rounds, a.pages)
+        bench_latency(a.rounds, a.pages, a.yardstick)
     if a.only in (None, "pages"):
         bench_pages()
 

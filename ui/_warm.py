@@ -10,9 +10,8 @@ collected as usual.
 It also gives torch one intra-op thread. A server runs many sessions' reruns at once
 and the app's tensors are small; with two OpenMP threads per op, concurrent reruns
 spin-wait on each other. Measured with bench/load.py (30 browser sessions): server CPU
-per rerun 36–47 ms -> 24 ms, script run p95 960 -> 310 ms, rerun p95 of the watched
-sessions 1.4–1.8 s -> 0.7 s. One session alone trains /training's pair 25% slower
-(1.14 -> 1.43 s).
+per rerun 36–47 ms -> 24 ms and script-run p95 960 -> 310 ms. One session alone trains
+/training's pair 25% slower (1.14 -> 1.43 s).
 """
 
 import gc

@@ -76,8 +76,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def streamlit_server(app: str = "app.py", port: int | None = None) -> Iterator[str]:
-    """Start `streamlit run app` on 127.0.0.1, yield its base URL, stop it by pid."""
+def streamlit_server(
+    app: str = "app.py", port: int | None = None, flags: tuple[str, ...] = ()
+) -> Iterator[str]:
+    """Start `streamlit run app` on 127.0.0.1, yield its base URL, stop it by pid.
+
+    `flags` are extra command-line settings (`--runner.postScriptGC=true`); they override
+    .streamlit/config.toml."""
     port = port or free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
@@ -85,7 +90,7 @@ def streamlit_server(app: str = "app.py", port: int | None = None) -> Iterator[s
             sys.executable, "-m", "streamlit", "run", app,
             "--server.address=127.0.0.1", f"--server.port={port}",
             "--server.headless=true", "--browser.gatherUsageStats=false",
-            "--server.fileWatcherType=none",
+            "--server.fileWatcherType=none", *flags,
         ],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
