@@ -74,6 +74,28 @@ def test_bad_url_value_shows_a_note_in_the_browser(server, browser):
         page.context.close()
 
 
+def test_link_box_shows_the_link_and_its_copy_button_inside_the_sidebar(server, browser):
+    page, _ = open_page(browser, f"{server}/softmax?tau=2")
+    try:
+        sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
+        frame = page.frame_locator('[data-testid="stSidebar"] iframe').first
+        box = frame.locator("#u")
+        box.wait_for(timeout=30_000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=\"stSidebar\"] iframe')]"
+            ".some(f => f.contentDocument.getElementById('u')?.value.includes('tau=2'))",
+            timeout=10_000,
+        )
+        iframe = page.locator('[data-testid="stSidebar"] iframe').first.bounding_box()
+        copy = frame.locator("#b").bounding_box()
+        # Playwright reports boxes inside the frame in page coordinates.
+        assert copy["x"] >= sidebar["x"]
+        assert copy["x"] + copy["width"] <= min(sidebar["x"] + sidebar["width"],
+                                                iframe["x"] + iframe["width"]) + 1  # fmt: skip
+    finally:
+        page.context.close()
+
+
 def test_url_reproduces_a_view(server, browser):
     page, _ = open_page(browser, f"{server}/?d_k=512&scaled=false")
     try:

@@ -12,13 +12,14 @@ import streamlit as st
 # The link box runs in a same-origin iframe and reads the parent page's address every
 # half second, so it stays right even after a fragment-only rerun changed the URL.
 _LINK_HTML = """
+<style>body { margin: 0; }</style>
 <div style="display:flex;gap:.5rem;align-items:center;font-family:sans-serif">
   <input id="u" readonly aria-label="Link to this view"
-         style="flex:1;font-size:14px;padding:6px 8px;border:1px solid #c8ced6;border-radius:6px;
-                color:#1B1F24;background:#F2F5F8">
+         style="flex:1;min-width:0;font-size:14px;padding:6px 8px;border:1px solid #c8ced6;
+                border-radius:6px;color:#1B1F24;background:#F2F5F8">
   <button id="b" type="button"
-          style="font-size:14px;padding:6px 12px;border:1px solid #0072B2;border-radius:6px;
-                 background:#0072B2;color:white;cursor:pointer">Copy</button>
+          style="flex:none;font-size:14px;padding:6px 12px;border:1px solid #0072B2;
+                 border-radius:6px;background:#0072B2;color:white;cursor:pointer">Copy</button>
 </div>
 <script>
   const u = document.getElementById('u'), b = document.getElementById('b');
