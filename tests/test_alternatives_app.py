@@ -2,6 +2,7 @@
 
 from tests.support.apptest import (
     all_specs,
+    chart_titles,
     no_exception,
     plotly_specs,
     run_page,
@@ -39,10 +40,6 @@ CONTROLS = {
 }
 
 
-def _titles(at) -> list[str]:
-    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
-
-
 def _metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -62,7 +59,7 @@ def test_each_step_shows_only_its_own_charts_and_controls():
         no_exception(at)
         assert not warnings(at), (label, warnings(at))
         assert at.title[0].value == "Beyond the dot product"
-        assert _titles(at) == CHARTS[label], label
+        assert chart_titles(at) == CHARTS[label], label
         assert _controls(at) == sorted(SIDEBAR + CONTROLS[label]), label
         for spec in plotly_specs(at):
             assert spec["layout"]["xaxis"]["title"]["text"]
@@ -87,7 +84,7 @@ def test_default_view_is_the_scoring_step():
     at = run_page(PAGE)
     no_exception(at)
     assert not warnings(at)
-    assert _titles(at) == [GRIDS]  # a closed step sends nothing
+    assert chart_titles(at) == [GRIDS]  # a closed step sends nothing
     m = _metrics(at)
     assert float(m["Bilinear − absorbed dot"]) < 1e-12
     assert float(m["Largest |cos(q, k)/τ|"]) <= 1.0
@@ -99,7 +96,7 @@ def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
     at = run_page(PAGE, step="Contribution")
     no_exception(at)
     assert not warnings(at)
-    assert _titles(at) == CHARTS["Contribution"]
+    assert chart_titles(at) == CHARTS["Contribution"]
     m = _metrics(at)
     top, light = float(m["without “[SEP]” (α = 0.58)"]), float(m["without “not” (α = 0.05)"])
     assert top < 0.02 < light
@@ -108,7 +105,7 @@ def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`step=Nowhere`" in notes[0], notes
-    assert _titles(at) == [GRIDS]
+    assert chart_titles(at) == [GRIDS]
 
 
 def test_a_control_shared_by_two_steps_keeps_its_value_from_one_to_the_other():
@@ -142,7 +139,7 @@ def test_bad_url_values_fall_back_with_one_note_each():
             assert sum(f"`{name}=" in n for n in notes) == 1, (name, notes)
         widget = at.slider(key=key) if key == "value_scale" else at.select_slider(key=key)
         assert widget.value == default
-        assert _titles(at) == CHARTS[step]
+        assert chart_titles(at) == CHARTS[step]
 
 
 def test_extremes_cap_additive_with_a_note_and_change_the_story():
@@ -157,7 +154,7 @@ def test_extremes_cap_additive_with_a_note_and_change_the_story():
     no_exception(at)
     assert not warnings(at)
     at = run_page(PAGE, bandwidth="0.1", step="Smoother")
-    assert "Attention as a kernel smoother — bandwidth h = 0.1" in _titles(at)
+    assert "Attention as a kernel smoother — bandwidth h = 0.1" in chart_titles(at)
     at = run_page(PAGE, value_scale="1", step="Contribution")
     m = _metrics(at)
     assert float(m["without “[SEP]” (α = 0.58)"]) > float(m["without “not” (α = 0.05)"])
@@ -169,7 +166,7 @@ def test_pressing_the_timing_buttons_measures_and_shows_the_charts():
     at = run_page(PAGE, T="256", step="Speed")
     at.button(key="time_scores").click().run()
     no_exception(at)
-    assert "Time to score every query against every key (d = 64)" in _titles(at)
+    assert "Time to score every query against every key (d = 64)" in chart_titles(at)
     m = _metrics(at)
     assert float(m["Additive ÷ dot at T = 256"].rstrip("×")) > 0
     assert m["Intermediate at T = 256"] == "16 MiB"
@@ -178,5 +175,5 @@ def test_pressing_the_timing_buttons_measures_and_shows_the_charts():
     at = run_page(PAGE, T="256", step="Linear attention")
     at.button(key="time_linear").click().run()
     no_exception(at)
-    assert _titles(at) == ["Softmax attention against linear attention (d = 64)"]
+    assert chart_titles(at) == ["Softmax attention against linear attention (d = 64)"]
     assert float(_metrics(at)["Softmax ÷ linear at T = 256"].rstrip("×")) > 0

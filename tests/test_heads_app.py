@@ -7,6 +7,7 @@ import attn_core.induction as ind
 from tests.support.apptest import (
     ROOT,
     all_specs,
+    chart_titles,
     no_exception,
     plotly_specs,
     run_page,
@@ -27,10 +28,6 @@ SHOWS = {
 }
 TITLES = [t for step in STEPS for t in SHOWS[step]]
 FIRST = len(SHOWS["Maps"])
-
-
-def _titles(at) -> list[str]:
-    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
 
 
 def _metrics(at) -> dict[str, str]:
@@ -59,7 +56,7 @@ def test_defaults_show_the_first_step_and_every_step_its_charts():
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), step
-        titles = _titles(at)
+        titles = chart_titles(at)
         assert len(titles) == len(SHOWS[step]), (step, titles)
         for want, got in zip(SHOWS[step], titles, strict=True):
             assert got.startswith(want), (step, got)
@@ -71,7 +68,7 @@ def test_defaults_show_the_first_step_and_every_step_its_charts():
     at = run_page(PAGE)  # no ?step=: the first step, and only its charts
     no_exception(at)
     assert at.title[0].value == "Trained heads"
-    titles = _titles(at)
+    titles = chart_titles(at)
     assert len(titles) == FIRST
     assert all(t.startswith(w) for t, w in zip(titles, SHOWS["Maps"], strict=True))
     assert _subheaders(at) == ["1. What every head looks at"]
@@ -95,7 +92,7 @@ def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
     no_exception(at)
     assert not warnings(at)
     assert _subheaders(at) == ["4. Switch heads off"]
-    [title] = _titles(at)
+    [title] = chart_titles(at)
     assert title.startswith(SHOWS["Switch off"][0])
     at = run_page(PAGE, step="Nowhere")
     no_exception(at)
@@ -167,7 +164,7 @@ def test_live_training_on_button_press(monkeypatch):
     button = next(b for b in at.button if "Train from scratch at seed 97" in b.label)
     button.click().run()
     no_exception(at)
-    assert any("your live run, seed 97" in t for t in _titles(at))
+    assert any("your live run, seed 97" in t for t in chart_titles(at))
     assert any("30 steps in" in c.value for c in at.caption)
 
 

@@ -7,11 +7,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import (
+    ALERT,
     CHROMIUM,
     chromium,
     open_page,
+    open_step,
     plotly_count,
     streamlit_server,
+    wait_charts,
     wait_idle,
 )
 
@@ -38,35 +41,15 @@ def browser():
         yield url, b
 
 
-DRAWN = (
-    """(n) => document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= n"""
-)
-TITLED = """(t) => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .gtitle')]
-  .some(g => g.textContent.startsWith(t))"""
-ALERT = """(t) => [...document.querySelectorAll('[data-testid="stAlert"]')]
-  .some(a => a.innerText.includes(t))"""
-
-
-def wait_charts(page, n: int) -> None:
-    page.wait_for_function(DRAWN, arg=n, timeout=60_000)
-
-
-def open_step(page, label: str, until: str, text: str) -> None:
-    """Click a step's tab; wait until `until` (TITLED, ALERT) holds for `text`."""
-    page.get_by_role("tab", name=label).click()
-    page.wait_for_function(until, arg=text, timeout=60_000)
-    wait_idle(page)
-
-
 def test_each_step_draws_only_its_own_charts(browser):
     url, b = browser
     page, errors = open_page(b, url + "/masks?batch=6", width=1400, height=3000)
     wait_charts(page, 2)
     assert plotly_count(page) == 2  # the first step: mask and masked logits
-    open_step(page, "Weights", TITLED, "Weights, plain softmax")
+    open_step(page, "Weights", "Weights, plain softmax")
     assert "step=Weights" in page.url
     assert plotly_count(page) == 2
-    open_step(page, "Broadcasting bug", TITLED, "Which example's padding")
+    open_step(page, "Broadcasting bug", "Which example's padding")
     assert plotly_count(page) == 2  # B = T_q = 6: the two pictures of the silent bug
     assert page.locator(EXCEPTION).count() == 0 and not errors
     page.context.close()
@@ -93,9 +76,9 @@ def test_query_length_is_one_control_shared_by_two_steps(browser):
     wait_charts(page, 1)
     set_slider(page, "Query length T_q", 4)
     page.wait_for_function("() => location.search.includes('T_q=4')", timeout=30_000)
-    open_step(page, "Broadcasting bug", ALERT, "B = 3 ≠ T_q = 4")  # T_q came along
+    open_step(page, "Broadcasting bug", "B = 3 ≠ T_q = 4", ALERT)  # T_q came along
     assert "step=Broadcasting" in page.url
-    open_step(page, "Cross attention", TITLED, "Cross-attention: 4 queries")
+    open_step(page, "Cross attention", "Cross-attention: 4 queries")
     assert page.locator(EXCEPTION).count() == 0 and not errors
     page.context.close()
 

@@ -4,6 +4,7 @@ import pytest
 
 from tests.support.apptest import (
     all_specs,
+    chart_titles,
     no_exception,
     plotly_specs,
     run_page,
@@ -22,10 +23,6 @@ TITLES = {  # step -> the start of each chart title it shows, in order
     "Tired cat": ["One head: 0.50 on cat", "Two heads: [head 1 | head 2]"],
     "Diversity": ["How different are the heads?", "How far the output moves"],
 }
-
-
-def _titles(at) -> list[str]:
-    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
 
 
 def _metric(at, label: str) -> str:
@@ -49,7 +46,7 @@ def test_defaults_show_only_the_first_step():
     assert not warnings(at)
     assert _metric(at, "d_k = d_model / h = 512 / 8") == "64"
     assert _metric(at, "attention kind") == "MHA"
-    titles = _titles(at)
+    titles = chart_titles(at)
     assert len(titles) == FIRST and _starts(titles, TITLES["Heads"])  # a closed step sends nothing
     assert "(8 of 8 heads shown) and their average" in titles[0]
     grid = plotly_specs(at)[0]
@@ -64,18 +61,19 @@ def test_every_step_shows_its_own_charts_and_all_charts_appear():
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), (step, warnings(at))
-        assert _starts(_titles(at), TITLES[step]), (step, _titles(at))
+        assert _starts(chart_titles(at), TITLES[step]), (step, chart_titles(at))
         assert _metric(at, "distributions per token") == "8"  # the metrics row is above the tabs
     shown = [s["layout"]["title"]["text"] for s in all_specs(runs)]
     assert _starts(shown, [t for step in STEPS for t in TITLES[step]])
     _, outputs, reshape, cost, cat, diversity = runs
-    assert any("T × d_k = 10 × 64" in t for t in _titles(outputs))
-    assert any("T × d_model = 10 × 512" in t for t in _titles(outputs))
+    assert any("T × d_k = 10 × 64" in t for t in chart_titles(outputs))
+    assert any("T × d_model = 10 × 512" in t for t in chart_titles(outputs))
     assert any("view size is not compatible" in c.value for c in reshape.code)
     md = _markdown(cost)
     assert "1,050,624" in md  # 4·512² + 4·512, for h = 1 and h = 8 alike
     assert "MQA" in md and "GQA" in md and "← current" in md
-    assert any("[4, 0 | 0, 4]" in t for t in _titles(cat))  # two heads keep cat and tired apart
+    # two heads keep cat and tired apart
+    assert any("[4, 0 | 0, 4]" in t for t in chart_titles(cat))
     assert _metric(diversity, "Output moved by") == "0.0%"
     assert sum(len(r.expander) for r in runs) == 2  # why .view fails; untrained vs trained
 
@@ -84,13 +82,13 @@ def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
     at = run_page(PAGE, step="Outputs", head="3")
     no_exception(at)
     assert not warnings(at)
-    titles = _titles(at)
+    titles = chart_titles(at)
     assert len(titles) == 2 and titles[0].startswith("Head 3's output")
     at = run_page(PAGE, step="Nowhere")
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`step=Nowhere`" in notes[0]
-    assert _starts(_titles(at), TITLES["Heads"])
+    assert _starts(chart_titles(at), TITLES["Heads"])
 
 
 def test_heavy_view_works_in_every_step():
@@ -98,7 +96,7 @@ def test_heavy_view_works_in_every_step():
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), (step, warnings(at))
-        assert _starts(_titles(at), TITLES[step]), (step, _titles(at))
+        assert _starts(chart_titles(at), TITLES[step]), (step, chart_titles(at))
     specs = all_specs(runs)
     assert len(specs) == sum(len(t) for t in TITLES.values())
     assert "(16 of 16 heads shown)" in specs[0]["layout"]["title"]["text"]
@@ -114,7 +112,7 @@ def test_h64_with_d_model_1024_warns_about_small_d_k():
     assert at.select_slider[0].value == 64
     notes = warnings(at)
     assert len(notes) == 1 and "d_k = 1024 / 64 = 16" in notes[0]
-    titles = _titles(at)
+    titles = chart_titles(at)
     assert "(16 of 64 heads shown)" in titles[0]
     assert _metric(at, "d_k = d_model / h = 1024 / 64") == "16"
 
@@ -188,7 +186,7 @@ def test_bad_url_values_fall_back_with_a_visible_note(params, bad, expect):
     notes = warnings(at)
     assert len(notes) == 1 and f"`{bad}=" in notes[0] and expect in notes[0], notes
     assert "<img" not in notes[0].replace(f"`{bad}=<img", "")
-    assert _starts(_titles(at), TITLES[params.get("step", "Heads")])
+    assert _starts(chart_titles(at), TITLES[params.get("step", "Heads")])
 
 
 def test_moving_d_model_snaps_heads_to_the_nearest_divisor_with_a_note():
@@ -200,7 +198,7 @@ def test_moving_d_model_snaps_heads_to_the_nearest_divisor_with_a_note():
     assert "16 heads do not divide d_model = 520" in notes and "13 or 20" in notes
     assert at.select_slider(key="heads").value == 13
     assert _metric(at, "d_k = d_model / h = 520 / 13") == "40"
-    assert "(13 of 13 heads shown)" in _titles(at)[0]
+    assert "(13 of 13 heads shown)" in chart_titles(at)[0]
 
 
 def test_changing_heads_keeps_plain_multi_head_and_prunes_every_head():
@@ -224,10 +222,10 @@ def test_in_the_browser_only_the_open_step_draws_and_the_mosaic_hovers():
         CHROMIUM,
         chromium,
         open_page,
+        open_step,
         plotly_count,
         rerun_latency_ms,
         streamlit_server,
-        wait_idle,
     )
 
     if not Path(CHROMIUM).exists():
@@ -249,14 +247,8 @@ def test_in_the_browser_only_the_open_step_draws_and_the_mosaic_hovers():
             ".some(h => /head 1.*query #\\d+ → key #\\d+/.test(h.textContent))",
             timeout=10_000,
         )
-        page.get_by_role("tab", name="Diversity").click()  # another step, drawn on demand
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .gtitle')]"
-            ".some(t => t.textContent.startsWith('How different are the heads'))",
-            timeout=60_000,
-        )
+        open_step(page, "Diversity", "How different are the heads")  # drawn on demand
         assert "step=Diversity" in page.url  # the open step is in the link
-        wait_idle(page)  # the closed step's charts leave when the run ends
         page.wait_for_function(f"() => document.querySelectorAll('{drawn}').length == 2")
         assert page.locator('[data-testid="stException"]').count() == 0
         assert not errors, errors

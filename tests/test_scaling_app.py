@@ -200,9 +200,11 @@ def test_in_the_browser_every_chart_draws_and_sliders_rerun():
         CHROMIUM,
         chromium,
         open_page,
+        open_step,
         plotly_count,
         rerun_latency_ms,
         streamlit_server,
+        wait_charts,
     )
 
     if not Path(CHROMIUM).exists():
@@ -210,20 +212,11 @@ def test_in_the_browser_every_chart_draws_and_sliders_rerun():
     exception = '[data-testid="stException"]'
     with streamlit_server() as url, chromium() as browser:
         page, errors = open_page(browser, f"{url}/scaling?scaled=false")
-        page.wait_for_function(
-            "() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg')"
-            f".length >= {FIRST}",
-            timeout=60_000,
-        )
+        wait_charts(page, FIRST)
         assert plotly_count(page) == FIRST  # only the open step draws
         assert rerun_latency_ms(page, 0) > 0  # d_k, in the sidebar: a full rerun
         assert plotly_count(page) == FIRST
-        page.get_by_role("tab", name="Jacobian").click()  # another step, drawn on demand
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .gtitle')]"
-            ".some(t => t.textContent.startsWith('Softmax Jacobian'))",
-            timeout=60_000,
-        )
+        open_step(page, "Jacobian", "Softmax Jacobian")  # another step, drawn on demand
         assert "step=Jacobian" in page.url  # the open step is in the link
         sliders = page.locator('[data-testid="stSlider"] input[type="range"]')
         assert rerun_latency_ms(page, sliders.count() - 1) > 0  # the row: a fragment rerun

@@ -4,6 +4,7 @@ import pytest
 
 from tests.support.apptest import (
     all_specs,
+    chart_titles,
     no_exception,
     plotly_specs,
     run_page,
@@ -21,10 +22,6 @@ SHOWS = {
 }
 
 
-def _titles(at):
-    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
-
-
 def _metrics(at):
     return {m.label: m.value for m in at.metric}
 
@@ -34,7 +31,7 @@ def test_defaults_show_the_start_before_any_training():
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), step
-        titles = _titles(at)
+        titles = chart_titles(at)
         assert len(titles) == len(SHOWS[step]), (step, titles)
         assert all(t.startswith(w) for t, w in zip(titles, SHOWS[step], strict=True)), titles
     shown = [spec["layout"]["title"]["text"] for spec in all_specs(runs)]
@@ -44,7 +41,7 @@ def test_defaults_show_the_start_before_any_training():
     no_exception(at)
     assert at.title[0].value == "Training lab"
     assert not warnings(at)
-    assert [t[: len(SHOWS["Train"][0])] for t in _titles(at)] == SHOWS["Train"]
+    assert [t[: len(SHOWS["Train"][0])] for t in chart_titles(at)] == SHOWS["Train"]
     assert any("Run both" in i.value for i in at.info)
     assert [b.label for b in at.button][:2] == ["Run both", "Stop"]
     assert any("0.5" in c.value and "SGD" in c.value for c in at.caption)
@@ -89,7 +86,7 @@ def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
     at = run_page(PAGE, d_k="8", steps="50", seed="7")
     at.button[0].click().run()
     no_exception(at)
-    titles = _titles(at)
+    titles = chart_titles(at)
     assert any("Training loss — d_k = 8, SGD, lr 0.5" in t for t in titles)
     assert any("Accuracy" in t for t in titles)
     probe = next(s for s in plotly_specs(at) if "probe examples" in s["layout"]["title"]["text"])
@@ -103,11 +100,11 @@ def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
     # another student opening the same settings sees the cached result without training
     again = run_page(PAGE, d_k="8", steps="50", seed="7")
     no_exception(again)
-    assert any("Training loss" in t for t in _titles(again))
+    assert any("Training loss" in t for t in chart_titles(again))
     rows = run_page(PAGE, d_k="8", steps="50", seed="7", step="Rows")
     no_exception(rows)
-    assert any("Jacobian norms after training" in t for t in _titles(rows))
-    assert any("Jacobian norms at step 0" in t for t in _titles(rows))
+    assert any("Jacobian norms after training" in t for t in chart_titles(rows))
+    assert any("Jacobian norms at step 0" in t for t in chart_titles(rows))
 
 
 def test_a_diverging_learning_rate_stops_and_says_so():

@@ -53,6 +53,11 @@ def all_specs(runs: list[AppTest]) -> list[dict]:
     return [spec for at in runs for spec in plotly_specs(at)]
 
 
+def chart_titles(at: AppTest) -> list[str]:
+    """The titles of the page's plotly charts, in order."""
+    return [spec["layout"]["title"]["text"] for spec in plotly_specs(at)]
+
+
 def plotly_specs(at: AppTest) -> list[dict]:
     """Every plotly chart on the page as its JSON figure (AppTest shows them as UnknownElement)."""
     specs = []

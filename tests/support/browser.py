@@ -190,6 +190,29 @@ def rerun_latency_ms(
     )
 
 
+# For open_step: a drawn chart's title starts with the text / an alert contains it.
+TITLED = """(t) => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .gtitle')]
+  .some(g => g.textContent.startsWith(t))"""
+ALERT = """(t) => [...document.querySelectorAll('[data-testid="stAlert"]')]
+  .some(a => a.innerText.includes(t))"""
+_DRAWN = (
+    """(n) => document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= n"""
+)
+
+
+def wait_charts(page, n: int) -> None:
+    """Wait until plotly has drawn at least n charts."""
+    page.wait_for_function(_DRAWN, arg=n, timeout=60_000)
+
+
+def open_step(page, label: str, text: str, until: str = TITLED) -> None:
+    """Click a step's tab (ui.steps); wait until `until` (TITLED, ALERT) holds for `text`,
+    then until the run has finished (the closed step's charts are gone)."""
+    page.get_by_role("tab", name=label).click()
+    page.wait_for_function(until, arg=text, timeout=60_000)
+    wait_idle(page)
+
+
 def step_labels(page) -> list[str]:
     """The labels of a page's step tabs (ui.steps), in order; [] on a page without tabs."""
     return [t.strip() for t in page.get_by_role("tab").all_inner_texts()]
