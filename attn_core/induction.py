@@ -85,7 +85,7 @@ def head_name(layer: int, head: int) -> str:
 
 
 def parse_head(name: str) -> tuple[int, int]:
-    m = re.fullmatch(r"L(\d+)H(\d+)", name.strip())
+    m = re.fullmatch(r"L(\d{1,4})H(\d{1,4})", name.strip())  # bounded: int() of 5,000 digits raises
     if not m:
         raise ValueError(f"a head is named like 'L0H1'; got {name!r}")
     return int(m.group(1)), int(m.group(2))
@@ -534,6 +534,18 @@ class ParsedTokens:
     notes: list[str]  # what was changed and why, in plain words
 
 
+def _token_id(p: str, vocab: int) -> int | None:
+    """The id a numeral names, or None when it names none (sign, range, length).
+
+    The digits are counted after leading zeros go, and only those few reach int(): a
+    number of more than 9 significant digits is no id, and int() refuses past 4,300."""
+    digits = p.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 9:
+        return None
+    v = int(digits)
+    return v if v < vocab and not (p.startswith("-") and v) else None
+
+
 def parse_tokens(text: str, vocab: int = 64, seq_len: int = 48) -> ParsedTokens:
     """Read "a b c a b c", "3, 7, 3, 7" or "abcabc" as tokens.
 
@@ -562,11 +574,14 @@ def parse_tokens(text: str, vocab: int = 64, seq_len: int = 48) -> ParsedTokens:
         pieces = pieces[:seq_len]
     numbers = [p for p in pieces if re.fullmatch(r"[+-]?\d+", p)]
     if pieces and len(numbers) == len(pieces):
-        bad = [p for p in pieces if not 0 <= int(p) < vocab]
+        values = [_token_id(p, vocab) for p in pieces]
+        bad = [p for p, v in zip(pieces, values, strict=True) if v is None]
         if not bad:
-            return ParsedTokens([int(p) for p in pieces], pieces, "ids", total, notes)
+            return ParsedTokens(values, pieces, "ids", total, notes)
+        b = bad[0]
+        shown = b if len(b) <= 12 else f"{b[:12]}… ({len(b.lstrip('+-')):,} digits)"
         notes.append(
-            f"{bad[0][:12]} is not a token id (ids run from 0 to {vocab - 1}), so the numbers "
+            f"{shown} is not a token id (ids run from 0 to {vocab - 1}), so the numbers "
             "were read as words instead."
         )
     ids: dict[str, int] = {}

@@ -248,6 +248,23 @@ def stored_fill(fill: str, dtype: torch.dtype) -> float:
     return float(torch.tensor(fill_value(fill, dtype), dtype=torch.float64).to(dtype))
 
 
+def min_fill_overflow(dtype: torch.dtype) -> float:
+    """The score s from which finfo.min + s rounds to -inf in `dtype`: minus half the
+    spacing of the dtype's numbers at its top (the tie rounds away, to -inf).
+
+    Checked against torch's own addition before it is returned.
+    """
+    fi = torch.finfo(dtype)
+    top = torch.tensor(fi.max, dtype=dtype)
+    gap = float(top - torch.nextafter(top, torch.zeros((), dtype=dtype)))
+    s = -gap / 2
+    low = torch.tensor(fi.min, dtype=dtype)
+    if not (torch.isinf(low + s) and torch.isfinite(low + torch.nextafter(
+            torch.tensor(s, dtype=dtype), torch.zeros((), dtype=dtype)))):  # fmt: skip
+        raise ArithmeticError(f"finfo.min + {s} does not overflow exactly there in {dtype}")
+    return s
+
+
 def replace_fill_error(fill: str, dtype: torch.dtype) -> str | None:
     """The error `scores.masked_fill(~keep, fill)` raises, or None when it works.
 
@@ -286,6 +303,7 @@ class FillResult:
     nan_rows: torch.Tensor  # (B, T_q) bool: the plain softmax returned NaN
     leaked: torch.Tensor  # (B, T_q) float64: weight on keys the mask forbids (NaN where NaN)
     out_diff: torch.Tensor  # (B, T_q) float64: max |plain - safe| output (NaN where NaN)
+    keep: torch.Tensor  # (B, T_q, T_k) bool: the mask, broadcast to the logits
 
     @property
     def max_leak(self) -> float:
@@ -298,6 +316,17 @@ class FillResult:
         """An empty row spread its weight over forbidden keys instead of reading nothing."""
         rows = self.empty & ~self.nan_rows
         return bool(rows.any()) and float(self.leaked[rows].max()) > 0.5
+
+    @property
+    def outrun(self) -> torch.Tensor:
+        """(B, T_q) bool: a forbidden logit, fill and all, is still the row's largest.
+
+        Softmax then gives most of the row's weight to keys the mask forbids: a
+        finite fill only shifts those logits, and here the shift was not enough.
+        """
+        forbidden = self.logits.masked_fill(self.keep, float("-inf")).amax(-1)  # (B, T_q)
+        allowed = self.logits.masked_fill(~self.keep, float("-inf")).amax(-1)
+        return (forbidden > allowed) & self.keep.any(-1) & (~self.keep).any(-1)
 
 
 def _scores(q: torch.Tensor, k: torch.Tensor, logit_size: float, dtype) -> torch.Tensor:
@@ -354,6 +383,7 @@ def apply_fill(
         nan_rows=nan_rows,
         leaked=leaked.masked_fill(nan_rows, float("nan")),
         out_diff=diff.masked_fill(nan_rows, float("nan")),
+        keep=keep.expand(logits.shape),
     )
 
 
@@ -366,6 +396,10 @@ class FillOutcome:
     max_leak: float  # largest forbidden weight in a row that has allowed keys
     empty_read: bool  # an empty row read forbidden keys instead of nothing
     overflowed: bool  # a finite fill became -inf when stored
+    empty_rows: int = 0  # rows the mask leaves with no key at all
+    nan_empty: int = 0  # of the NaN rows, those that are empty rows
+    inf_scores: int = 0  # allowed scores already +-inf in this dtype (before any fill)
+    max_finite: float = math.inf  # the dtype's largest finite number
 
     @property
     def verdict(self) -> str:
@@ -402,6 +436,7 @@ def fill_outcomes(
             nan_rows = torch.isnan(w).any(-1).cpu()  # (B, T_q)
             leaked = (w.double() * (~keep_d).double()).sum(-1).cpu()  # (B, T_q)
             partial, lonely = ~empty & ~nan_rows, empty & ~nan_rows
+            inf_scores = int((scores.isinf() & keep_d).sum())
             out.append(
                 FillOutcome(
                     fill=fill,
@@ -411,6 +446,10 @@ def fill_outcomes(
                     max_leak=float(leaked[partial].max()) if bool(partial.any()) else 0.0,
                     empty_read=bool(lonely.any()) and float(leaked[lonely].max()) > 0.5,
                     overflowed=math.isinf(stored) and fill != "-inf",
+                    empty_rows=int(empty.sum()),
+                    nan_empty=int((nan_rows & empty).sum()),
+                    inf_scores=inf_scores,
+                    max_finite=float(torch.finfo(dtype).max),
                 )
             )
     return out

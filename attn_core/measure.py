@@ -141,8 +141,12 @@ def peak_memory_bytes(fn: Callable[[], torch.Tensor], device, inputs_bytes: int 
     return inputs_bytes + max(int(extra), 0)
 
 
-def time_call(fn: Callable[[], torch.Tensor], device, *, budget_s: float = 0.3, reps: int = 5):
+def time_call(
+    fn: Callable[[], torch.Tensor], device, *, budget_s: float = 0.3, reps: int = 5, stat=None
+):
     """Median seconds of fn(): one warm-up call, then up to `reps` timed calls within budget_s.
+
+    `stat` replaces the median (e.g. `min`, the least disturbed run on a busy machine).
 
     A call slower than budget_s is timed once (its warm-up), which is accurate enough
     on a log axis and keeps a sweep short.
@@ -164,7 +168,7 @@ def time_call(fn: Callable[[], torch.Tensor], device, *, budget_s: float = 0.3, 
     times: list[float] = []
     while len(times) < reps and sum(times) < budget_s:
         times.append(once())
-    return statistics.median(times)
+    return (stat or statistics.median)(times)
 
 
 def sdpa_backend(q, k, v) -> str:
@@ -225,8 +229,21 @@ def predicted_peak_bytes(
     return 2 * vecs + tile + (16 << 20)
 
 
+# On a CPU the sweep runs inside the web server, next to every other session, and one
+# press may add at most 600 MB to the server's memory. predicted_peak_bytes counts four
+# T×T matrices for the explicit path; it really holds three plus q, k, v and the output,
+# 0.76–0.83 of the prediction, and the process adds up to ~110 MB on top (measured with
+# bench/jobs.py). 544 MiB of prediction keeps the worst press near 500 MB.
+CPU_SWEEP_BUDGET = 544 << 20
+# On a CPU, peak memory comes from the profiler, which keeps a record of every operation
+# of every tile: 1024 tiles of tiled_attention cost the server ~150 MB of records, 4096
+# tiles ~770 MB (more than the attention itself). So a CPU sweep profiles at most this many.
+MAX_PROFILED_TILES = 1024
+
+
 def memory_budget_bytes(device) -> int:
-    """How much memory a sweep may use: half the free GPU memory; on a CPU 1 GiB at most."""
+    """How much memory a sweep may use: half the free GPU memory; on a CPU
+    CPU_SWEEP_BUDGET at most (a quarter of the free memory if that is less)."""
     device = torch.device(device)
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
@@ -235,7 +252,7 @@ def memory_budget_bytes(device) -> int:
         avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         avail = 4 << 30
-    return int(min(1 << 30, avail // 4))
+    return int(min(CPU_SWEEP_BUDGET, avail // 4))
 
 
 def max_sweep_T(device, d_model: int) -> tuple[int, str]:
@@ -283,6 +300,14 @@ def plan_sweep(
     points = []
     for method in METHODS:
         for T in Ts:
+            tiles = math.ceil(T / block) ** 2
+            if method == "tiled_attention" and device.type == "cpu" and tiles > MAX_PROFILED_TILES:
+                notes.append(
+                    f"`{method}` stopped before T = {T:,} ({tiles:,} tiles of {block} × {block}): "
+                    "on a CPU its memory is measured by recording every operation of every "
+                    f"tile, and a sweep records at most {MAX_PROFILED_TILES:,} tiles."
+                )
+                break
             need = predicted_peak_bytes(method, batch, heads, T, d_k, dtype, block)
             if need > budget:
                 notes.append(
@@ -316,3 +341,106 @@ def device_memory_gib(device) -> float | None:
     if device.type != "cuda":
         return None
     return torch.cuda.get_device_properties(device).total_memory / 2**30
+
+
+# ------------------------------------------------------------------------ parallel vs recurrent
+# Attention's T² scores do not depend on one another: q_i·k_j needs only row i of Q and
+# row j of K, so one matmul computes them all at once. A recurrent network's state at step t
+# needs the state at step t-1: T steps that cannot overlap, however many cores there are.
+
+PARALLEL_TS = (64, 128, 256, 512, 1024, 2048)
+
+
+def recurrence(x: torch.Tensor, W_hh: torch.Tensor, W_ih: torch.Tensor) -> torch.Tensor:
+    """h_t = tanh(W_hh h_{t-1} + W_ih x_t) for t = 1…T, h_0 = 0: (B, T, d_in) -> (B, T, d).
+
+    The same update as torch.nn.RNN(nonlinearity="tanh", bias=False) with
+    weight_hh_l0 = W_hh (d, d) and weight_ih_l0 = W_ih (d, d_in).
+    """
+    B, T, _ = x.shape
+    u = x @ W_ih.T  # (B, T, d): the input half needs no earlier state, so all T at once
+    h = x.new_zeros(B, W_hh.shape[0])  # (B, d)
+    states = []
+    for t in range(T):  # the dependency chain: step t cannot start before step t-1 ends
+        h = torch.tanh(u[:, t] + h @ W_hh.T)  # (B, d)
+        states.append(h)
+    return torch.stack(states, dim=1)  # (B, T, d)
+
+
+@dataclass(frozen=True)
+class ParallelTiming:
+    """One T: the parallel paths against the recurrence, all of width d, on one device."""
+
+    T: int
+    d: int
+    loop_s: float  # recurrence(): a Python loop of T dependent steps
+    rnn_s: float  # torch.nn.RNN: the same T dependent steps in PyTorch's compiled loop
+    scores_s: float  # q @ kᵀ: all T² scores in one matmul
+    attention_s: float  # attention(q, k, v): scores, softmax and the weighted sum of v
+    sequential_steps: int  # dependent steps of the recurrence: T (the scores: 1 matmul)
+    recurrent_macs: int  # 2·T·d²: W_ih x_t and W_hh h_{t-1} at every step
+    attention_macs: int  # 2·T²·d: q kᵀ and weights @ v
+
+
+def recurrent_weights(d: int, *, seed: int = 0, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """(W_hh, W_ih), each (d, d) with N(0, 1/d) entries: tanh stays out of saturation."""
+    g = torch.Generator().manual_seed(seed)
+    W_hh, W_ih = (torch.randn(d, d, generator=g) / math.sqrt(d) for _ in range(2))
+    return W_hh.to(device), W_ih.to(device)
+
+
+def _timed(fn: Callable[[], torch.Tensor], device: torch.device) -> float:
+    """Seconds of one call of fn, the device's queue drained before and after."""
+    _sync(device)
+    t0 = time.perf_counter()
+    r = fn()
+    _sync(device)
+    dt = time.perf_counter() - t0
+    del r
+    return dt
+
+
+def time_parallel_vs_recurrent(
+    Ts=PARALLEL_TS, d: int = 64, *, device="cpu", budget_s: float = 0.1, reps: int = 5,
+    seed: int = 0,
+) -> list[ParallelTiming]:  # fmt: skip
+    """The four paths at each T, one sequence of width d, float32: the fastest of `reps` calls.
+
+    The calls are timed in rounds (every path at every T, then again), not `reps` in a row,
+    so a burst of other work on a busy machine spoils one round rather than every repeat of
+    one point; the fastest call is the one it disturbed least. A path whose calls at a T
+    have already taken budget_s in total is not repeated. With the defaults a whole table
+    takes a second or two on one CPU core.
+    """
+    device = torch.device(device)
+    W_hh, W_ih = recurrent_weights(d, seed=seed, device=device)
+    rnn = torch.nn.RNN(d, d, nonlinearity="tanh", bias=False, batch_first=True).to(device)
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(W_hh)
+        rnn.weight_ih_l0.copy_(W_ih)
+    calls: dict[tuple[int, str], Callable[[], torch.Tensor]] = {}
+    for T in Ts:
+        g = torch.Generator(device=device).manual_seed(seed + T)
+        x, q, k, v = torch.randn(4, 1, T, d, generator=g, device=device).unbind(0)  # (1, T, d)
+        calls[T, "loop"] = lambda x=x: recurrence(x, W_hh, W_ih)
+        calls[T, "rnn"] = lambda x=x: rnn(x)[0]
+        calls[T, "scores"] = lambda q=q, k=k: q @ k.transpose(-2, -1)  # (1, T, T): one call
+        calls[T, "attention"] = lambda q=q, k=k, v=v: attention(q, k, v).output
+    times: dict[tuple[int, str], list[float]] = {key: [] for key in calls}
+    with torch.no_grad():
+        for fn in calls.values():
+            fn()  # warm-up: first-call costs (allocations, kernel selection) are not timed
+        for _ in range(reps):
+            for key, fn in calls.items():
+                if sum(times[key]) < budget_s:
+                    times[key].append(_timed(fn, device))
+    rows = []
+    for T in Ts:
+        s = {name: min(times[T, name]) for name in ("loop", "rnn", "scores", "attention")}
+        row = ParallelTiming(
+            T=T, d=d, loop_s=s["loop"], rnn_s=s["rnn"], scores_s=s["scores"],
+            attention_s=s["attention"], sequential_steps=T,
+            recurrent_macs=2 * T * d * d, attention_macs=2 * T * T * d,
+        )  # fmt: skip
+        rows.append(row)
+    return rows

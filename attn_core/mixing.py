@@ -13,6 +13,7 @@ point of it.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ SOFTMAX_EXAMPLES: dict[str, tuple] = {
         ((2.0, 0.0), (0.0, 4.0), (1.0, 1.0), (3.0, 3.0)),
     ),
 }
+
+AGREE_TOL = 0.01  # naive and stable weights "agree" when no weight differs by this much
 
 # Scores that overflow a naive float32 softmax (e^102 ≈ 2e44 > 3.4e38).
 STABILITY_SCORES = (100.0, 101.0, 102.0)
@@ -283,21 +286,59 @@ def shifted_weights(scores: torch.Tensor, c: float) -> tuple[torch.Tensor, torch
 
 @dataclass(frozen=True)
 class ExpLimits:
-    """Where e^x stays finite and non-zero in one floating-point format."""
+    """Where e^x stays finite and non-zero in one floating-point format, as torch.exp finds."""
 
     dtype: str
     max_finite: float  # the largest finite number
-    overflow_at: float  # ln(max_finite): e^x is inf above this
-    underflow_at: float  # ln(smallest subnormal): e^x rounds to 0 below this
+    overflow_at: float  # torch.exp gives inf for x above this (x rounded to dtype first)
+    underflow_at: float  # torch.exp gives exactly 0 for x below this
     eps: float  # gap between 1 and the next number
+    smallest_normal: float  # below it numbers are subnormal: fewer and fewer digits
+    exponent_bits: int  # bits of the exponent field: they set the range
+    significant_bits: int  # bits of precision, the implicit leading 1 included
+
+
+def _exp_edge(dt: torch.dtype, inside: float, outside: float, broken) -> float:
+    """The x between `inside` (e^x fine) and `outside` (broken(e^x) true) where
+    torch.exp in `dt` starts to break, by bisection in float64.
+
+    x is rounded to dt before exp, as a score stored in that precision would be, so
+    the edge includes the rounding of the input as well as that of the result.
+    """
+
+    def bad(x: float) -> bool:
+        return broken(float(torch.exp(torch.tensor(x, dtype=F64).to(dt))))
+
+    if bad(inside) or not bad(outside):
+        raise ValueError(f"no edge between {inside} and {outside} for {dt}")
+    for _ in range(200):  # float64 halving reaches adjacent numbers well before this
+        mid = (inside + outside) / 2
+        if mid in (inside, outside):
+            break
+        inside, outside = (inside, mid) if bad(mid) else (mid, outside)
+    return (inside + outside) / 2
+
+
+@functools.lru_cache(maxsize=8)
+def _exp_limits(dt: torch.dtype) -> ExpLimits:
+    fi = torch.finfo(dt)
+    far = 2.0 * math.log(fi.max)  # beyond both edges: e^far overflows, e^-far underflows
+    return ExpLimits(
+        dtype=str(dt).removeprefix("torch."),
+        max_finite=fi.max,
+        overflow_at=_exp_edge(dt, 0.0, far, math.isinf),
+        underflow_at=_exp_edge(dt, 0.0, -far, lambda e: e == 0.0),
+        eps=fi.eps,
+        smallest_normal=fi.smallest_normal,
+        exponent_bits=round(math.log2(math.frexp(fi.max)[1])) + 1,  # 2^(e-1) is the top power
+        significant_bits=round(-math.log2(fi.eps)) + 1,
+    )
 
 
 def exp_limits(dtype: str | torch.dtype) -> ExpLimits:
-    dt = parse_dtype(dtype)
-    fi = torch.finfo(dt)
-    smallest = fi.smallest_normal * fi.eps  # the smallest subnormal number
-    name = str(dt).removeprefix("torch.")
-    return ExpLimits(name, fi.max, math.log(fi.max), math.log(smallest), fi.eps)
+    """Measured on the CPU with torch.exp itself (round-to-nearest), not from a formula:
+    e^x rounds to 0 only below ln(smallest subnormal / 2), so the printed edges are true."""
+    return _exp_limits(parse_dtype(dtype))
 
 
 @dataclass(frozen=True)
@@ -314,7 +355,25 @@ class StabilityDemo:
 
     @property
     def naive_ok(self) -> bool:
+        """Every naive weight is a finite number (right or not)."""
         return all(math.isfinite(x) for x in self.naive)
+
+    @property
+    def naive_error(self) -> float:
+        """Largest |naive - stable| weight; inf when a naive weight is not finite."""
+        if not self.naive_ok:
+            return math.inf
+        return max(abs(a - b) for a, b in zip(self.naive, self.stable, strict=True))
+
+    @property
+    def naive_agrees(self) -> bool:
+        """The naive weights are finite and match the stable ones to AGREE_TOL."""
+        return self.naive_error < AGREE_TOL
+
+    @property
+    def tiny_exp(self) -> bool:
+        """Some e^s is below the format's smallest normal number (few digits left, or 0)."""
+        return any(x < self.limits.smallest_normal for x in self.naive_exp)
 
 
 def stability_demo(
@@ -342,6 +401,30 @@ def stability_demo(
         limits=exp_limits(dt),
         device=str(torch.device(device)),
     )
+
+
+def naive_offset_band(
+    dtype: str | torch.dtype, scores: Sequence[float] = STABILITY_SCORES
+) -> tuple[int, int]:
+    """(lowest, highest) whole offset c for which a naive softmax of scores + c works.
+
+    "Works" as the page judges it: every naive weight finite (StabilityDemo.naive_ok).
+    The search starts at the exp edges and steps inward, so it costs a few demos;
+    c - 1 below the band underflows, c + 1 above it overflows.
+    """
+    lim, top = exp_limits(dtype), max(scores)
+
+    def ok(c: int) -> bool:
+        return stability_demo([s + c for s in scores], dtype).naive_ok
+
+    lo, hi = math.floor(lim.underflow_at - top), math.ceil(lim.overflow_at - top)
+    while not ok(lo):
+        lo += 1
+    while not ok(hi):
+        hi -= 1
+    if lo > hi:
+        raise ValueError(f"no offset works for {scores} in {dtype}")
+    return lo, hi
 
 
 # ---------------------------------------------------------------- temperature
@@ -486,7 +569,7 @@ def stability_instance(seed: int) -> tuple[list[float], str]:
     return [round(top - 2, 1), round(top - 1, 1), top], dtype
 
 
-def naive_outcome(demo: StabilityDemo, tol: float = 0.01) -> str:
+def naive_outcome(demo: StabilityDemo, tol: float = AGREE_TOL) -> str:
     """'works' (naive weights match the stable ones), 'overflow' or 'underflow'."""
     naive, stable = demo.naive, demo.stable
     if (

@@ -308,6 +308,89 @@ def reshape_walkthrough(B: int, T: int, d_model: int, h: int) -> ReshapeWalk:
     )
 
 
+# ----------------------------------------------------------------------------- d_v ≠ d_k
+
+
+@dataclass(frozen=True)
+class ShapeRow:
+    code: str
+    shape: tuple[int, ...]
+    meaning: str
+
+
+@dataclass(frozen=True)
+class ValueWidthWalk:
+    d_k: int
+    d_v: int
+    rows: list[ShapeRow]
+    head_output: tuple[int, ...]  # (B, h, T, d_v): what each head returns
+    merged: tuple[int, ...]  # (B, T, h·d_v): the heads side by side, before W_o
+    W_o: tuple[int, ...]  # (h·d_v, d_model)
+    output: tuple[int, ...]  # (B, T, d_model)
+    sdpa_max_diff: float  # largest |attention − F.scaled_dot_product_attention| on these q, k, v
+    mismatch_error: str  # what `attention` says when k's width differs from q's
+
+
+def value_width_walkthrough(
+    B: int, T: int, d_model: int, h: int, d_v: int, seed: int = 0
+) -> ValueWidthWalk:
+    """One multi-head layer whose values are d_v wide while queries and keys are d_k wide.
+
+    q and k meet in a dot product, so they must share d_k; v is only averaged with the
+    weights, so any d_v works: each head returns (T, d_v) and W_o maps h·d_v back to d_model.
+    """
+    d_k = d_model // h
+    if d_k * h != d_model:
+        raise ValueError(f"h={h} does not divide d_model={d_model}")
+    if d_v < 1:
+        raise ValueError(f"d_v must be positive; got {d_v}")
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=g)
+
+    x = randn(B, T, d_model)  # (B, T, d_model)
+    W_q, W_k = (randn(d_model, h * d_k) / math.sqrt(d_model) for _ in range(2))
+    W_v = randn(d_model, h * d_v) / math.sqrt(d_model)  # (d_model, h·d_v): its own width
+    W_o = randn(h * d_v, d_model) / math.sqrt(h * d_v)  # (h·d_v, d_model): back to d_model
+    q = (x @ W_q).view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
+    k = (x @ W_k).view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
+    v = (x @ W_v).view(B, T, h, d_v).transpose(1, 2)  # (B, h, T, d_v)
+    r = attention(q, k, v)  # scores (B, h, T, T): d_k is summed away in q·k
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # (B, h, T, d_v)
+    merged = r.output.transpose(1, 2).contiguous().view(B, T, h * d_v)  # (B, T, h·d_v)
+    y = merged @ W_o  # (B, T, d_model)
+    wrong = d_v if d_v != d_k else d_k + 1  # the slip: keys made as wide as the values
+    try:
+        attention(q, randn(B, h, T, wrong), v)
+        error = ""
+    except ValueError as e:  # the live message, shown as-is
+        error = str(e)
+    rows = [
+        ShapeRow("x", tuple(x.shape), "the tokens"),
+        ShapeRow("q = split(x @ W_q)", tuple(q.shape), "h heads of queries, d_k wide"),
+        ShapeRow("k = split(x @ W_k)", tuple(k.shape), "keys: as wide as the queries"),
+        ShapeRow("W_v", tuple(W_v.shape), "d_model in, h·d_v out"),
+        ShapeRow("v = split(x @ W_v)", tuple(v.shape), "values: their own width d_v"),
+        ShapeRow("q @ k.transpose(-2, -1)", tuple(r.scores.shape), "d_k is summed away"),
+        ShapeRow("softmax(scores) @ v", tuple(r.output.shape), "each head returns d_v numbers"),
+        ShapeRow("merge heads", tuple(merged.shape), "h·d_v numbers per token"),
+        ShapeRow("W_o", tuple(W_o.shape), "h·d_v in, d_model out"),
+        ShapeRow("merged @ W_o", tuple(y.shape), "back to d_model"),
+    ]
+    return ValueWidthWalk(
+        d_k=d_k,
+        d_v=d_v,
+        rows=rows,
+        head_output=tuple(r.output.shape),
+        merged=tuple(merged.shape),
+        W_o=tuple(W_o.shape),
+        output=tuple(y.shape),
+        sdpa_max_diff=float((r.output - ref).abs().max()),
+        mismatch_error=error,
+    )
+
+
 # ----------------------------------------------------------------------------- what heads cost
 
 

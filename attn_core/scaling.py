@@ -4,9 +4,10 @@ The chain the page follows, stage by stage:
 
     q, k with iid unit-variance components
       -> Var(q·k) = d_k                       (variance_sweep)
-      -> softmax of logits with SD √d_k is nearly one-hot   (saturation_sweep)
-      -> its Jacobian diag(α) - ααᵀ is nearly zero          (jacobian_norms)
-      -> two keys, gap g: the gradient α(1-α) ≈ e^-g       (two_key_gradient)
+      -> softmax of logits with SD √d_k is often nearly one-hot   (saturation_sweep)
+      -> a saturated row's Jacobian diag(α) - ααᵀ is nearly zero  (jacobian_norms)
+      -> two keys, gap g: the gradient α(1-α) ≈ e^-g             (two_key_gradient);
+         a row's lead over its runner-up (top_two_gap) is that g
 
 Everything is computed by torch. Sampling is always done in float64 (so the
 variance measurements are exact up to sampling noise); the softmax and the
@@ -75,7 +76,7 @@ class ScalingSample:
     max_weight: torch.Tensor  # (T,) float64, largest weight of each query row
     entropy_frac: torch.Tensor  # (T,) float64, entropy / log T
     jacobian_norm: torch.Tensor  # (T,) float64, ‖diag(α) - ααᵀ‖_F per row
-    gap: torch.Tensor  # (T,) float64, largest minus smallest logit of each row
+    lead: torch.Tensor  # (T,) float64, each row's winner minus its runner-up (top_two_gap)
     nonfinite: int  # how many logits or weights are inf/NaN (0 unless a dtype overflowed)
 
 
@@ -96,7 +97,7 @@ def scaling_sample(
     q, k, v = random_qkv(T, d_k, d_v=1, init=init, seed=seed, dtype=dtype, device=device)
     r = attention(q, k, v, scale=None if scaled else 1.0, temperature=temperature)
     w = r.weights  # (T, T)
-    logits64 = r.scores.double()
+    logits64 = r.scores.double()  # (T, T)
     return ScalingSample(
         raw_scores=r.raw_scores,
         logits=r.scores,
@@ -104,7 +105,7 @@ def scaling_sample(
         max_weight=w.double().amax(-1),
         entropy_frac=entropy_fraction(w),
         jacobian_norm=jacobian_norms(w),
-        gap=logits64.amax(-1) - logits64.amin(-1),
+        lead=top_two_gap(logits64),
         nonfinite=int((~torch.isfinite(r.scores)).sum() + (~torch.isfinite(w)).sum()),
     )
 
@@ -190,6 +191,28 @@ def variance_sweep(raw: dict[int, torch.Tensor]) -> VarianceSweep:
     scale2 = torch.tensor([float(d) for d in d_ks], dtype=torch.float64)
     n = min(raw[d].numel() for d in d_ks)
     return VarianceSweep(d_ks=d_ks, unscaled=var, scaled=var / scale2, n_samples=n)
+
+
+def variance_rel_se(raw: torch.Tensor) -> float:
+    """Standard error of the pooled variance of `raw` (B, T, T), relative to that variance.
+
+    The B·T² dot products are not independent draws: the T scores of one query
+    row share its q, those of one column share their k, and their squares are
+    correlated through |q|² and |k|² (for iid N(0, 1) components the covariance
+    of two squares sharing a vector is 2·d_k, against a variance of 2·d_k² + 6·d_k).
+    A fourth-moment formula that treats them as independent therefore understates
+    the error, by a factor of √(1 + 2(T-1)/(d_k + 3)) for that case (5.7 at
+    d_k = 1, T = 64; 1.7 at d_k = 64). The B sequences, on the other hand, are
+    drawn independently of each other, so the spread of their own variances
+    measures the sampling error directly: SE = SD(v_b) / √B, with no assumption
+    about the distribution.
+    """
+    B = raw.shape[0]
+    if B < 2:
+        raise ValueError(f"need at least 2 independent sequences; got {B}")
+    x = raw.double().flatten(1)  # (B, T·T)
+    v = (x - x.mean()).square().mean(-1)  # (B,) each sequence's variance about the pooled mean
+    return float(v.std() / math.sqrt(B) / v.mean())
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ def additive_scores(
     """
     a = q @ W_1.transpose(0, 1)  # (..., T_q, d_a)
     b = k @ W_2.transpose(0, 1)  # (..., T_k, d_a)
-    h = torch.tanh(a.unsqueeze(-2) + b.unsqueeze(-3))  # (..., T_q, T_k, d_a): the big intermediate
+    # (..., T_q, T_k, d_a): the big intermediate. tanh in place: one such tensor, not two
+    h = torch.tanh_(a.unsqueeze(-2) + b.unsqueeze(-3))
     return h @ v_a  # (..., T_q, T_k)
 
 
@@ -570,9 +571,18 @@ class ScoreTiming:
 
 
 def time_dot_vs_additive(
-    Ts: Sequence[int] = SPEED_TS, d: int = SPEED_D, *, rounds: int = 5, device=None
+    Ts: Sequence[int] = SPEED_TS,
+    d: int = SPEED_D,
+    *,
+    rounds: int = 5,
+    device=None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[ScoreTiming]:
-    """Measured time of the T×T score matrix, dot product against additive, d = d_a = d_k."""
+    """Measured time of the T×T score matrix, dot product against additive, d = d_a = d_k.
+
+    `should_stop()` is asked before each T; once it says True the rows timed so far are
+    returned (fewer than len(Ts): the caller can tell the sweep was cut short).
+    """
     device = torch.device(device or "cpu")
     g = torch.Generator().manual_seed(0)
     W_1, W_2 = (torch.randn(d, d, generator=g).div(d**0.5).to(device) for _ in range(2))
@@ -580,6 +590,8 @@ def time_dot_vs_additive(
     rows = []
     with torch.no_grad():
         for T in Ts:
+            if should_stop is not None and should_stop():
+                break
             q, k = (torch.randn(T, d, generator=g).to(device) for _ in range(2))
             med = _interleaved_best(
                 {
@@ -605,14 +617,24 @@ class AttnTiming:
 
 
 def time_softmax_vs_linear(
-    Ts: Sequence[int] = SPEED_TS, d: int = SPEED_D, *, rounds: int = 5, device=None
+    Ts: Sequence[int] = SPEED_TS,
+    d: int = SPEED_D,
+    *,
+    rounds: int = 5,
+    device=None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[AttnTiming]:
-    """Measured time of one attention layer's mixing step, softmax against linear."""
+    """Measured time of one attention layer's mixing step, softmax against linear.
+
+    `should_stop()` is asked before each T, as in `time_dot_vs_additive`.
+    """
     device = torch.device(device or "cpu")
     g = torch.Generator().manual_seed(1)
     rows = []
     with torch.no_grad():
         for T in Ts:
+            if should_stop is not None and should_stop():
+                break
             q, k, v = (torch.randn(T, d, generator=g).to(device) for _ in range(3))
             med = _interleaved_best(
                 {

@@ -11,18 +11,23 @@ repeats one of the keys. The answer is that key's value. The query alone says
 nothing about the answer (values are drawn independently of keys), so a model
 that cannot look at the pairs is stuck at chance, cross-entropy ln(n_symbols).
 
-Model. One attention layer over fixed random symbol embeddings:
+Model. One attention layer, of `heads` heads, over fixed random symbol embeddings:
 
     x_pair  = LayerNorm(E_key[key] + E_val[value])      # (B, n_pairs, d_model)
     x_query = LayerNorm(E_key[query])                   # (B, 1, d_model)
-    q, k, v = x_query W_q, x_pair W_k, x_pair W_v       # (B, 1, d_k), (B, n_pairs, d_k), …
-    logits  = attention(q, k, v).output W_o             # (B, 1, n_symbols)
+    q, k, v = x_query W_q, x_pair W_k, x_pair W_v       # (B, 1, h·d_k), (B, n_pairs, h·d_k), …
+    split q, k into h heads of d_k, v into h heads of d_model / h
+    logits  = concat_h(attention(q_h, k_h, v_h).output) W_o   # (B, 1, n_symbols)
 
 LayerNorm gives every input component unit variance; W_q and W_k are drawn
 N(0, init_std² / d_model), so each component of q and k starts with standard
 deviation init_std (1 by default: exactly the derivation's premise). The
 attention itself is `attn_core.attention`, the explicit path the other pages
-draw, so the same code that is explained is the code being trained.
+draw, so the same code that is explained is the code being trained. With one
+head (the default) it is the single-head model of the lesson's story; with
+h = d_model / d_k heads it is the standard multi-head split, and because W_q is
+then (d_model, d_model) whatever h is, every head count starts from the same
+weights: only how they are cut into heads differs.
 """
 
 from __future__ import annotations
@@ -52,6 +57,10 @@ SATURATED = 0.99  # a row whose largest weight exceeds this counts as saturated
 # stopping here keeps 1e30-sized numbers (the step before a NaN) off the charts.
 DIVERGED = 100.0
 N_PROBE = 256  # fixed held-out examples measured before and after training
+# The task and model the page trains (the defaults of every function below).
+N_PAIRS = 16  # key/value pairs per example: the keys each query chooses among
+N_SYMBOLS = 32  # symbols keys and values are drawn from
+D_MODEL = 64  # width of the embeddings and of the value path
 
 
 @dataclass
@@ -91,6 +100,8 @@ class TrainingRun:
     n_pairs: int
     n_symbols: int
     chance: float  # ln(n_symbols): the loss of a model that ignores the pairs
+    heads: int = 1  # attention heads, each of width d_k
+    d_model: int = D_MODEL
     loss: list[float] = field(default_factory=list)
     accuracy: list[float] = field(default_factory=list)
     entropy: list[float] = field(default_factory=list)  # mean entropy of the attention rows, nats
@@ -98,12 +109,16 @@ class TrainingRun:
     saturated: list[float] = field(default_factory=list)  # share of rows with max > SATURATED
     jacobian_norm: list[float] = field(default_factory=list)  # mean ‖∂softmax/∂logits‖_F per row
     qk_grad_norm: list[float] = field(default_factory=list)  # ‖(∂L/∂W_q, ∂L/∂W_k)‖
-    # the fixed probe examples (N_PROBE rows), before training and at the end
+    # The fixed probe examples (N_PROBE rows), before training and at the end. Shapes are
+    # for one head; with h > 1 heads a head axis follows the first: (N_PROBE, h, n_pairs).
     probe_start: torch.Tensor | None = None  # (N_PROBE, n_pairs) attention rows
     probe_end: torch.Tensor | None = None  # (N_PROBE, n_pairs)
     probe_position: torch.Tensor | None = None  # (N_PROBE,) index of the matching key
     probe_jacobian_start: torch.Tensor | None = None  # (N_PROBE,) per-row Jacobian norms
     probe_jacobian_end: torch.Tensor | None = None  # (N_PROBE,)
+    # raw scores q·k (before any division) of the probe rows at initialisation: the same for
+    # the scaled and the unscaled run, which share their weights at step 0
+    probe_scores_start: torch.Tensor | None = None  # (N_PROBE, n_pairs)
     # None: ran to the end; "nan": the loss became NaN/inf (or > DIVERGED × chance) and the
     # run stopped before recording it; "callback": on_step (or the page's Stop) ended it
     stopped: str | None = None
@@ -123,6 +138,17 @@ class TrainingRun:
         tail = self.loss[-n:]
         return sum(tail) / len(tail) if tail else float("nan")
 
+    def tail_accuracy(self, n: int = 50) -> float:
+        """Mean batch accuracy over the last n recorded steps."""
+        tail = self.accuracy[-n:]
+        return sum(tail) / len(tail) if tail else float("nan")
+
+
+def top_two_gap(scores: torch.Tensor) -> torch.Tensor:
+    """How far each row's best score leads its runner-up: (..., n) -> (...), n >= 2."""
+    top2 = scores.topk(2, dim=-1).values  # (..., 2), largest first
+    return top2[..., 0] - top2[..., 1]
+
 
 def _row_jacobian_norm(w: torch.Tensor) -> torch.Tensor:
     """Frobenius norm of softmax's Jacobian for each row: (..., n) -> (...)."""
@@ -133,7 +159,9 @@ def _row_jacobian_norm(w: torch.Tensor) -> torch.Tensor:
 class _RecallModel:
     """The one-layer model as plain tensors, so every step is explicit."""
 
-    def __init__(self, d_k, n_symbols, d_model, init_std, seed, device, dtype=torch.float32):
+    def __init__(
+        self, d_k, n_symbols, d_model, init_std, seed, device, heads=1, dtype=torch.float32
+    ):
         g = torch.Generator().manual_seed(seed)  # weights drawn on the CPU: same on every device
         sd = init_std / math.sqrt(d_model)  # LayerNorm-ed inputs × this → q, k with std init_std
 
@@ -144,35 +172,51 @@ class _RecallModel:
         # The data: fixed random symbol embeddings (not trained).
         self.E_key = draw(n_symbols, d_model, std=1.0)
         self.E_val = draw(n_symbols, d_model, std=1.0)
-        self.W_q = draw(d_model, d_k, std=sd).requires_grad_()
-        self.W_k = draw(d_model, d_k, std=sd).requires_grad_()
+        # every head's q and k side by side: one matrix per role, heads carved by reshaping
+        self.W_q = draw(d_model, heads * d_k, std=sd).requires_grad_()
+        self.W_k = draw(d_model, heads * d_k, std=sd).requires_grad_()
         self.W_v = draw(d_model, d_model, std=1 / math.sqrt(d_model)).requires_grad_()
         self.W_o = draw(d_model, n_symbols, std=1 / math.sqrt(d_model)).requires_grad_()
-        self.d_model = d_model
+        self.d_model, self.d_k, self.h = d_model, d_k, heads
         self.device = device
 
     def params(self) -> list[torch.Tensor]:
         return [self.W_q, self.W_k, self.W_v, self.W_o]
 
-    def forward(self, b: RetrievalBatch, scaled: bool):
+    def _split(self, x: torch.Tensor, width: int) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.h, width).transpose(1, 2)  # (B, h, T, width)
+
+    def qkv(self, b: RetrievalBatch):
+        """Per-head q (B, h, 1, d_k), k (B, h, n_pairs, d_k), v (B, h, n_pairs, d_model/h)."""
         dev = self.device
         keys, values, query = b.keys.to(dev), b.values.to(dev), b.query.to(dev)
         x_pair = F.layer_norm(self.E_key[keys] + self.E_val[values], (self.d_model,))
         x_query = F.layer_norm(self.E_key[query], (self.d_model,))[:, None, :]  # (B, 1, d_model)
-        q = x_query @ self.W_q  # (B, 1, d_k)
-        k = x_pair @ self.W_k  # (B, n_pairs, d_k)
-        v = x_pair @ self.W_v  # (B, n_pairs, d_model)
-        r = attention(q, k, v, scale=None if scaled else 1.0)  # weights (B, 1, n_pairs)
-        logits = (r.output @ self.W_o)[:, 0, :]  # (B, n_symbols)
-        return logits, r.weights[:, 0, :]  # (B, n_symbols), (B, n_pairs)
+        q = self._split(x_query @ self.W_q, self.d_k)  # (B, h, 1, d_k)
+        k = self._split(x_pair @ self.W_k, self.d_k)  # (B, h, n_pairs, d_k)
+        v = self._split(x_pair @ self.W_v, self.d_model // self.h)  # (B, h, n_pairs, d_v)
+        return q, k, v
+
+    def forward(self, b: RetrievalBatch, scaled: bool):
+        """(logits (B, n_symbols), weights (B, h, n_pairs), raw scores q·k (B, h, n_pairs))."""
+        q, k, v = self.qkv(b)
+        # scale=None divides by √d_k, the width of one head; 1.0 leaves the raw q·k
+        r = attention(q, k, v, scale=None if scaled else 1.0)  # weights (B, h, 1, n_pairs)
+        B = q.shape[0]
+        concat = r.output.transpose(1, 2).reshape(B, 1, self.d_model)  # (B, 1, d_model)
+        logits = (concat @ self.W_o)[:, 0, :]  # (B, n_symbols)
+        return logits, r.weights[:, :, 0, :], r.raw_scores[:, :, 0, :]
 
 
-def _check_args(d_k, steps, optimizer, lr, n_pairs, n_symbols, d_model, batch, init_std):
+def _check_args(d_k, steps, optimizer, lr, n_pairs, n_symbols, d_model, batch, init_std, heads):
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
-    for name, val in (("d_k", d_k), ("d_model", d_model), ("batch", batch)):
+    for name, val in (("d_k", d_k), ("d_model", d_model), ("batch", batch), ("heads", heads)):
         if int(val) != val or val < 1:
             raise ValueError(f"{name} must be a positive integer; got {val}")
+    if d_model % heads:
+        raise ValueError(f"heads={heads} must divide d_model={d_model} (each head's value width)")
     if int(steps) != steps or steps < 0:
         raise ValueError(f"steps must be a whole number >= 0; got {steps}")
     if not 1 <= n_pairs <= n_symbols:
@@ -199,20 +243,21 @@ class RetrievalTrainer:
         steps: int = 400,
         optimizer: str = "sgd",
         lr: float | None = None,
-        n_pairs: int = 16,
-        n_symbols: int = 32,
-        d_model: int = 64,
+        n_pairs: int = N_PAIRS,
+        n_symbols: int = N_SYMBOLS,
+        d_model: int = D_MODEL,
         batch: int = 128,
         init_std: float | None = None,
         seed: int = 0,
         device=None,
+        heads: int = 1,
     ):
         lr = DEFAULT_LR.get(optimizer, 0.0) if lr is None else float(lr)
         init_std = 1.0 if init_std is None else float(init_std)
-        _check_args(d_k, steps, optimizer, lr, n_pairs, n_symbols, d_model, batch, init_std)
+        _check_args(d_k, steps, optimizer, lr, n_pairs, n_symbols, d_model, batch, init_std, heads)
         self.device = torch.device("cpu") if device is None else torch.device(device)
         self.scaled, self.batch = scaled, batch
-        self.model = _RecallModel(d_k, n_symbols, d_model, init_std, seed, self.device)
+        self.model = _RecallModel(d_k, n_symbols, d_model, init_std, seed, self.device, heads)
         self.data = torch.Generator().manual_seed(seed + 1)  # the training batches
         self.probe = retrieval_batch(
             N_PROBE, n_pairs, n_symbols, generator=torch.Generator().manual_seed(seed + 2)
@@ -222,18 +267,22 @@ class RetrievalTrainer:
         self.run = TrainingRun(
             d_k=d_k, scaled=scaled, optimizer=optimizer, lr=lr, steps=steps, init_std=init_std,
             seed=seed, n_pairs=n_pairs, n_symbols=n_symbols, chance=math.log(n_symbols),
-            probe_position=self.probe.position.clone(),
+            heads=heads, d_model=d_model, probe_position=self.probe.position.clone(),
         )  # fmt: skip
-        self.run.probe_start, self.run.probe_jacobian_start = self._snapshot()
+        start = self._snapshot()
+        self.run.probe_start, self.run.probe_jacobian_start, self.run.probe_scores_start = start
 
-    def _snapshot(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def _snapshot(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The probe rows' weights, their Jacobian norms and their raw scores q·k."""
         with torch.no_grad():
-            _, w = self.model.forward(self.probe, self.scaled)  # (N_PROBE, n_pairs)
+            _, w, raw = self.model.forward(self.probe, self.scaled)  # (N_PROBE, h, n_pairs)
+            if self.model.h == 1:
+                w, raw = w[:, 0], raw[:, 0]  # one head: (N_PROBE, n_pairs), as the figures draw
             w = w.float()
             # after a divergence the weights may hold inf/NaN: those rows become all-NaN
             # (drawn blank), never a row of garbage that looks like a real answer
             w = w.masked_fill(~torch.isfinite(w).all(-1, keepdim=True), float("nan"))
-            return w.cpu(), _row_jacobian_norm(w).cpu()
+            return w.cpu(), _row_jacobian_norm(w).cpu(), raw.float().cpu()
 
     @property
     def active(self) -> bool:
@@ -250,7 +299,7 @@ class RetrievalTrainer:
             return False
         m, run = self.model, self.run
         b = retrieval_batch(self.batch, run.n_pairs, run.n_symbols, generator=self.data)
-        logits, w = m.forward(b, self.scaled)  # (B, n_symbols), (B, n_pairs)
+        logits, w, _ = m.forward(b, self.scaled)  # (B, n_symbols), (B, h, n_pairs)
         target = b.target.to(self.device)
         loss = F.cross_entropy(logits, target)
         lv = float(loss.detach())  # NaN, inf, or a runaway loss: stop before it reaches a curve
@@ -260,8 +309,8 @@ class RetrievalTrainer:
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         with torch.no_grad():
-            wd = w.detach()
-            top = wd.amax(-1)  # (B,) each row's largest weight
+            wd = w.detach().flatten(0, 1)  # (B·h, n_pairs): every head's row counts as a row
+            top = wd.amax(-1)  # (B·h,) each row's largest weight
             stats = torch.stack(
                 [
                     loss.detach(),
@@ -291,7 +340,7 @@ class RetrievalTrainer:
     def finish(self) -> TrainingRun:
         """Take the after-training snapshot of the probe set (once)."""
         if self.run.probe_end is None:
-            self.run.probe_end, self.run.probe_jacobian_end = self._snapshot()
+            self.run.probe_end, self.run.probe_jacobian_end, _ = self._snapshot()
         return self.run
 
 
@@ -313,13 +362,14 @@ def train_retrieval(
     steps: int = 400,
     optimizer: str = "sgd",
     lr: float | None = None,
-    n_pairs: int = 16,
-    n_symbols: int = 32,
-    d_model: int = 64,
+    n_pairs: int = N_PAIRS,
+    n_symbols: int = N_SYMBOLS,
+    d_model: int = D_MODEL,
     batch: int = 128,
     init_std: float | None = None,
     seed: int = 0,
     device=None,
+    heads: int = 1,
     on_step: Callable[[int, TrainingRun], bool | None] | None = None,
 ) -> TrainingRun:
     """Train one run to the end (or to a NaN loss, or until `on_step` returns True).
@@ -331,7 +381,7 @@ def train_retrieval(
     t = RetrievalTrainer(
         d_k, scaled, steps=steps, optimizer=optimizer, lr=lr, n_pairs=n_pairs,
         n_symbols=n_symbols, d_model=d_model, batch=batch, init_std=init_std, seed=seed,
-        device=device,
+        device=device, heads=heads,
     )  # fmt: skip
     while t.step():
         if on_step is not None and on_step(t.run.done, t.run):
@@ -362,3 +412,29 @@ def train_pair(
             a.stop("callback")
             b.stop("callback")
     return a.finish(), b.finish()
+
+
+def head_sweep(
+    d_model: int,
+    d_ks: tuple[int, ...] | list[int],
+    *,
+    on_step: Callable[[int, int, TrainingRun], bool | None] | None = None,
+    **kw,
+) -> list[TrainingRun]:
+    """The scaled model at a fixed d_model, cut into h = d_model / d_k heads, one run per d_k.
+
+    Same steps, learning rate, seed (so the same initial weights and batches) for every
+    head count. `on_step(i, step, run)` after every step of run i; True stops the sweep
+    (the run in progress stops there, the ones after it are not started).
+    """
+    for d_k in d_ks:
+        if int(d_k) != d_k or d_k < 1 or d_model % d_k:
+            raise ValueError(f"every d_k must divide d_model={d_model}; got {d_k}")
+    runs: list[TrainingRun] = []
+    for i, d_k in enumerate(d_ks):
+        cb = None if on_step is None else (lambda step, run, i=i: on_step(i, step, run))
+        run = train_retrieval(d_k, True, d_model=d_model, heads=d_model // d_k, on_step=cb, **kw)
+        runs.append(run)
+        if run.stopped == "callback":
+            break
+    return runs

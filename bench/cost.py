@@ -7,6 +7,10 @@ Prints one row per T with each method's peak memory (q, k, v included) and the r
 to the materialised path. The acceptance check of the cost page is the last row:
 tiled_attention's peak at T = 4096 must be at most 1/8 of attention's. Exit status 1
 if it is not. How memory is measured on this device is printed with the table.
+
+A second table times what the page's Parallel step times: a recurrence of T dependent
+steps (a Python loop and torch.nn.RNN) against all T² scores in one matmul and the whole
+attention, at width --width (no pass/fail: it reports what this device does).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or via run.py
 from attn_core import device_label, format_bytes, measure_point, memory_how, pick_device
-from attn_core.measure import METHODS
+from attn_core.measure import METHODS, PARALLEL_TS, time_parallel_vs_recurrent
 
 TS = (512, 1024, 2048, 4096)
 LIMIT = 1 / 8  # tiled / attention at the largest T
@@ -34,6 +38,24 @@ def table(
     return [(T, {m: measure_point(m, T, **kw) for m in METHODS}) for T in Ts]
 
 
+def parallel_table(width: int, device) -> None:
+    """Print the recurrence against one matmul, as the page's Parallel step measures it."""
+    rows = time_parallel_vs_recurrent(PARALLEL_TS, width, device=device)
+    print(f"\nT dependent steps against one matmul on {device_label(device)}, width d = {width}, "
+          "batch 1, float32 (fastest of up to 5 calls)")  # fmt: skip
+    head = f"{'T':>6} | {'loop ms':>9} | {'nn.RNN ms':>9} | {'scores ms':>9} | {'attn ms':>9} | "
+    head += f"{'loop/attn':>9} | {'steps':>6} | {'MACs attn/rnn':>13}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(
+            f"{r.T:>6} | {r.loop_s * 1e3:>9.3f} | {r.rnn_s * 1e3:>9.3f} | "
+            f"{r.scores_s * 1e3:>9.3f} | {r.attention_s * 1e3:>9.3f} | "
+            f"{r.loop_s / r.attention_s:>9.3g} | {r.sequential_steps:>6} | "
+            f"{r.attention_macs / r.recurrent_macs:>13.3g}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heads", type=int, default=1)
@@ -41,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--block", type=int, default=128, help="tiled_attention's block size")
     ap.add_argument("--T", type=int, nargs="*", default=list(TS))
+    ap.add_argument("--width", type=int, default=64, help="d of the parallel-vs-recurrent table")
     ap.add_argument(
         "--threads", type=int, default=1,
         help="CPU threads (default 1: the many small tile operations of tiled_attention "
@@ -69,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{f.peak_bytes / a.peak_bytes:>10.4f} | {a.seconds * 1e3:>8.1f} "
             f"{t.seconds * 1e3:>8.1f} {f.seconds * 1e3:>8.1f}"
         )
+    parallel_table(args.width, device)
     torch.set_num_threads(threads)  # leave the caller (bench/run.py) as it was
     T, r = rows[-1]
     ratio = r["tiled_attention"].peak_bytes / r["attention"].peak_bytes

@@ -28,17 +28,39 @@ of the rerun, timed in the page, as in bench/run.py) for probes and loaders, the
 CPU per rerun and its share of a core, and the server's resident memory (peak: VmHWM).
 
 Targets (issue 11): zero errors, p95 <= 1 s, peak memory <= 1.5 GB.
+
+`--scenario run`: the whole class presses Run (issue 17). `--sessions` students open the
+heavy pages (/training, /heads, /cost's sweep, /alternatives' timings, in turn), each with
+its own settings so that no two share a result, and press the page's heavy button as soon
+as the page is drawn (they arrive over `--arrive` seconds). Meanwhile `--probes` students
+move sliders on the other pages, as above, at normal priority; the pressers' browser runs
+at nice 19. The run lasts until every press has ended (finished, or stopped by the
+server's per-job budget with a message, or dropped from the queue with a message) and at
+least `--seconds`. The server writes one line per job (ATTN_JOBS_LOG, ui/jobs.py); the
+table gives the probes' slider p50/p95, what became of every press, the longest wait in
+line, the highest place in line a page showed, and the server's memory above idle.
+
+    python bench/load.py --scenario run                        # the issue's class: 30 + 9
+    python bench/load.py --scenario run --sessions 8 --probes 3 --seconds 30 --arrive 10
+
+`--budget` and `--slots` set the server's ATTN_JOB_BUDGET_S and ATTN_HEAVY_JOBS.
+Targets (issue 17): zero errors, probe slider p95 <= 1 s, every press finished or stopped
+with a message, server peak <= 600 MB above idle per heavy job running at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -95,6 +117,11 @@ def _pids(needle: bytes) -> set[int]:
             except OSError:
                 continue
     return found
+
+
+def _browsers() -> set[int]:
+    """This bench's browser root processes (other programs may run Chromium too)."""
+    return (_pids(b"--remote-debugging-pipe") - _pids(b"--type=")) & _tree(os.getpid())
 
 
 def _tree(root: int) -> set[int]:
@@ -210,14 +237,14 @@ async def _main(a) -> None:
         "by_page": {},
     }
     with B.streamlit_server() as base:
-        pid = next(iter(_pids(b"streamlit run app.py")))
+        pid = next(iter(_pids(b"streamlit run app.py") & _tree(os.getpid())))
         async with async_playwright() as p:
             launch = dict(executable_path=B.CHROMIUM, headless=True, args=B.CHROMIUM_ARGS)
             # Each browser's root is the process Playwright talks to through a pipe.
             probes = await p.chromium.launch(**launch)
-            (probe_root,) = _pids(b"--remote-debugging-pipe") - _pids(b"--type=")
+            (probe_root,) = _browsers()
             loaders = await p.chromium.launch(**launch)
-            (root,) = _pids(b"--remote-debugging-pipe") - _pids(b"--type=") - {probe_root}
+            (root,) = _browsers() - {probe_root}
             roots = {"probe": probe_root, "loader": root}
             stop = asyncio.Event()
             nicer = asyncio.create_task(_keep_nice(root, stop)) if a.probes else None
@@ -291,6 +318,208 @@ async def _main(a) -> None:
         print("  error:", e)
 
 
+# --- the whole class presses Run (--scenario run)
+
+HEAVY = ("training", "heads", "cost", "alternatives")
+QUEUED = re.compile(r"Queued: \W*(\d+)\w\w in line")
+OUTCOMES = (  # page text -> what became of the press (checked in this order)
+    ("Stopped after", "stopped"),
+    ("The server is busy", "gave up"),
+)
+
+
+def heavy_press(i: int) -> tuple[str, dict, str]:
+    """Session i's page, its own settings (no two sessions share a result), its button."""
+    page, k = HEAVY[i % len(HEAVY)], i // len(HEAVY)
+    if page == "training":
+        d_k = (16, 32, 64, 128, 256, 512)[k % 6]
+        steps = (400, 800, 1200, 2000)[k % 4]
+        opt = ("sgd", "adam")[k % 2]
+        return page, dict(d_k=d_k, steps=steps, optimizer=opt, seed=100 + i), "Run both"
+    if page == "heads":
+        return page, dict(step="Train", seed=10 + k), "Train from scratch"
+    if page == "cost":
+        d_model, heads = ((256, 4), (512, 8), (768, 12), (1024, 8), (2048, 16), (512, 2))[k % 6]
+        T = (1024, 4096, 131072)[(k // 6) % 3]
+        return page, dict(step="Sweep", d_model=d_model, heads=heads, T=T), "Run the sweep"
+    T = (256, 512, 1024, 2048, 4096)[k % 5]
+    if (k // 5) % 2 == 0:
+        return page, dict(step="Linear attention", T=T), "Time softmax vs linear attention"
+    return page, dict(step="Speed", T=T), "Time dot product vs additive"
+
+
+async def _presser(browser, base, i, rng, a, out, done) -> None:
+    """Open a heavy page, press its button, watch the queue, record how the press ended."""
+    page_name, params, label = heavy_press(i)
+    url = f"{base}/{page_name}?{urlencode(params)}"
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    rec = {"page": page_name, "url": url, "outcome": "unresolved", "place": 0}
+    out["presses"].append(rec)
+    try:
+        page = await context.new_page()
+        page.on("pageerror", lambda e: out["errors"].append(f"pageerror {url}: {e}"))
+        await asyncio.sleep(rng.uniform(0, a.arrive))
+        await page.goto(url, wait_until="domcontentloaded", timeout=300_000)
+        await page.wait_for_selector(B.IDLE, timeout=300_000, state="attached")
+        button = page.locator("button", has_text=label).first
+        await button.wait_for(timeout=300_000)
+        t0 = time.monotonic()
+        await button.click()
+        rec["pressed_at"] = t0
+        idle_since = None
+        while time.monotonic() - t0 < a.max_wait:
+            await asyncio.sleep(1.0)
+            text = await page.evaluate("() => document.body.innerText")
+            if m := QUEUED.search(text):
+                rec["place"] = max(rec["place"], int(m.group(1)))
+            running = not await page.locator(B.IDLE).count()
+            if running or time.monotonic() - t0 < 3:
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since < 2:  # idle for 2 s: the press has ended
+                continue
+            rec["outcome"] = next((o for k, o in OUTCOMES if k in text), "finished")
+            rec["seconds"] = time.monotonic() - t0
+            if await page.locator('[data-testid="stException"]').count():
+                rec["outcome"] = "error"
+                out["errors"].append(f"exception box on {url}")
+            break
+        else:
+            out["errors"].append(f"{url}: press not resolved within {a.max_wait:g} s")
+    except Exception as e:
+        rec["outcome"] = "error"
+        out["errors"].append(f"{url}: {type(e).__name__}: {str(e)[:200]}")
+    finally:
+        done()
+        await out["all_done"].wait()  # stay connected until the class is done
+        await context.close()
+
+
+async def _class_run(a) -> None:
+    from playwright.async_api import async_playwright
+
+    heavy = {f"/{p}" for p in HEAVY}
+    paths = [lesson.url_path for lesson in available() if f"/{lesson.url_path}" not in heavy]
+    log = Path(tempfile.mkdtemp(prefix="attn-load-")) / "jobs.jsonl"
+    os.environ["ATTN_JOBS_LOG"] = str(log)  # the server inherits the environment
+    if a.budget is not None:
+        os.environ["ATTN_JOB_BUDGET_S"] = str(a.budget)
+    if a.slots is not None:
+        os.environ["ATTN_HEAVY_JOBS"] = str(a.slots)
+    out: dict = {
+        "latency": {"probe": [], "loader": []},
+        "load": {"probe": [], "loader": []},
+        "errors": [],
+        "by_page": {},
+        "presses": [],
+        "deadline": float("inf"),
+        "all_done": asyncio.Event(),
+    }
+    with B.streamlit_server() as base:
+        pid = next(iter(_pids(b"streamlit run app.py") & _tree(os.getpid())))
+        async with async_playwright() as p:
+            launch = dict(executable_path=B.CHROMIUM, headless=True, args=B.CHROMIUM_ARGS)
+            probes = await p.chromium.launch(**launch)
+            (probe_root,) = _browsers()
+            pressers = await p.chromium.launch(**launch)
+            (root,) = _browsers() - {probe_root}
+            stop = asyncio.Event()
+            nicer = asyncio.create_task(_keep_nice(root, stop))
+            start, pending = asyncio.Event(), [a.probes]
+
+            def loaded() -> None:
+                pending[0] -= 1
+                if pending[0] == 0:
+                    start.set()
+
+            probe_args = argparse.Namespace(**{**vars(a), "arrive": min(a.arrive, 10.0)})
+            tasks = [
+                asyncio.create_task(
+                    _session(probes, f"{base}/{paths[i % len(paths)]}", random.Random(i),
+                             probe_args, out, "probe", loaded, start)
+                )
+                for i in range(a.probes)
+            ]  # fmt: skip
+            if a.probes:
+                await start.wait()  # the probes are on their pages and moving sliders
+            idle_rss, cpu0, t0 = _rss_mb(pid, "VmRSS"), _cpu_s(pid), time.monotonic()
+            Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM from here on
+            left = [a.sessions]
+
+            def pressed() -> None:
+                left[0] -= 1
+                if left[0] == 0:
+                    out["deadline"] = max(time.monotonic(), t0 + a.seconds)
+                    out["all_done"].set()
+
+            tasks += [
+                asyncio.create_task(
+                    _presser(pressers, base, i, random.Random(1000 + i), a, out, pressed)
+                )
+                for i in range(a.sessions)
+            ]
+            await asyncio.gather(*tasks)
+            busy_s, cpu = time.monotonic() - t0, _cpu_s(pid) - cpu0
+            peak = _rss_mb(pid, "VmHWM")
+            stop.set()
+            await nicer
+            await probes.close()
+            await pressers.close()
+    jobs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak)
+
+
+def _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak) -> None:
+    lat, presses = out["latency"]["probe"], out["presses"]
+    counts: dict[str, int] = {}
+    for r in presses:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    waited = max((j["waited_s"] for j in jobs), default=0.0)
+    by_kind: dict[str, list[dict]] = {}
+    for j in jobs:
+        by_kind.setdefault(j["kind"], []).append(j)
+    slots = os.environ.get("ATTN_HEAVY_JOBS", "default")
+    budget = os.environ.get("ATTN_JOB_BUDGET_S", "default")
+    print(
+        f"\nwhole class presses Run: {a.sessions} pressers, {a.probes} probes on other pages; "
+        f"heavy-job slots {slots}, budget {budget} s; {busy_s:.0f} s"
+    )
+    ok = counts.get("finished", 0) + counts.get("stopped", 0) + counts.get("gave up", 0)
+    rows = [
+        ("errors", f"{len(out['errors'])}   (target 0)"),
+        ("probe slider presses", f"{len(lat)}"),
+        ("probe slider p50 / p95", f"{_pct(lat, 0.5):.0f} / {_pct(lat, 0.95):.0f} ms   "
+         "(target p95 <= 1000 ms)"),
+        ("probe slider max", f"{_pct(lat, 1):.0f} ms"),
+        ("presses", f"{len(presses)}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))),
+        ("ended with a result/message", f"{ok} of {len(presses)}   (target all)"),
+        ("longest wait in line", f"{waited:.0f} s (server log)"),
+        ("highest place shown", f"{max((r['place'] for r in presses), default=0)}"),
+        ("press -> end, max", f"{max((r.get('seconds', 0) for r in presses), default=0):.0f} s"),
+        ("server CPU use", f"{cpu / busy_s:.0%} of one core"),
+        ("server RSS idle / peak", f"{idle_rss:.0f} / {peak:.0f} MB (+{peak - idle_rss:.0f} MB)"),
+    ]  # fmt: skip
+    for k, v in rows:
+        print(f"{k:<30}{v}")
+    print("\njobs by kind (server log): count, outcomes, median run s, longest wait s")
+    for kind, js in sorted(by_kind.items()):
+        outs: dict[str, int] = {}
+        for j in js:
+            outs[j["outcome"]] = outs.get(j["outcome"], 0) + 1
+        ran = sorted(j["ran_s"] for j in js)
+        said = ", ".join(f"{v} {k}" for k, v in sorted(outs.items()))
+        print(
+            f"  {kind:<12}{len(js):>4}  {said:<34}"
+            f"{ran[len(ran) // 2]:>7.1f}{max(j['waited_s'] for j in js):>8.0f}"
+        )
+    print("\nprobes per page: presses, p50, p95 (ms)")
+    for (_, page), xs in sorted(out["by_page"].items()):
+        print(f"  {page:<14}{len(xs):>5}{_pct(xs, 0.5):>8.0f}{_pct(xs, 0.95):>8.0f}")
+    for e in out["errors"][:10]:
+        print("  error:", e)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -300,7 +529,14 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--think", type=float, nargs=2, default=(2.0, 6.0), metavar=("MIN", "MAX"))
     ap.add_argument("--arrive", type=float, default=30.0, help="seconds over which pages open")
+    ap.add_argument("--scenario", choices=("sliders", "run"), default="sliders")
+    ap.add_argument("--budget", type=float, help="run: the server's per-job budget (s)")
+    ap.add_argument("--slots", type=int, help="run: heavy jobs the server runs at once")
+    ap.add_argument("--max-wait", type=float, default=1800, help="run: seconds a press may take")
     a = ap.parse_args()
+    if a.scenario == "run":
+        asyncio.run(_class_run(a))
+        return
     a.probes = min(a.probes, a.sessions)
     asyncio.run(_main(a))
 

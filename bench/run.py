@@ -188,7 +188,7 @@ def bench_latency(rounds: int, pages: list[str] | None = None, yardstick: str = 
 
 def bench_pages() -> None:
     for script in sorted((ROOT / "bench").glob("*.py")):
-        if script.name in {"run.py", "bare_app.py", "load.py"}:
+        if script.name in {"run.py", "bare_app.py", "load.py", "jobs.py", "cloud_rehearsal.py"}:
             continue
         spec = importlib.util.spec_from_file_location(f"bench_{script.stem}", script)
         mod = importlib.util.module_from_spec(spec)

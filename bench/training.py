@@ -1,15 +1,19 @@
-"""Training lab benchmark: wall time of both runs at the page's defaults, and the final losses.
+"""Training lab benchmark: wall time of both runs at the page's defaults, and the final losses;
+then the Heads step's sweep (d_k = 8 … 64 at a fixed d_model), timed, with its quality table.
 
-    python bench/training.py
+    python bench/training.py            # both tables
+    python bench/training.py --sweep    # the head-width sweep only
 
-Prints one table. The wall time is measured with torch's thread count as it is
-(no tuning), the way the page trains. The losses are each run's mean over its
-last 50 steps, for SGD and Adam, scaled against unscaled, at d_k = 64.
-Ratios only matter here: tests never assert on wall-clock time.
+Prints two tables. The wall time is measured with one torch thread, as the app
+runs (ui/_warm.py sets it). The losses are each run's mean over its last 50
+steps: for the pair, SGD and Adam, scaled against unscaled, at d_k = 64; for the
+sweep, the scaled model cut into h = d_model / d_k heads, at the page's defaults
+(SGD at lr 0.5, 400 steps, seed 0). Tests never assert on wall-clock time.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -19,9 +23,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from attn_core import DEFAULT_LR, train_pair
+from attn_core.training import head_sweep
 
 D_K = 64
 STEPS = 400
+SWEEP_D_KS = (8, 16, 32, 64)  # as pages/training.py's Heads step
+SWEEP_D_MODELS = (64, 128)
 
 
 def measure(optimizer: str) -> dict:
@@ -36,6 +43,42 @@ def measure(optimizer: str) -> dict:
         unscaled=unscaled.tail_loss(50),
         at50=(scaled.loss[49], unscaled.loss[49]),
     )
+
+
+def first_at(xs: list[float], at_least: float) -> str:
+    i = next((i for i, x in enumerate(xs) if x >= at_least), None)
+    return "never" if i is None else str(i)
+
+
+def sweep() -> list[dict]:
+    """The Heads step's sweep at each d_model: wall time, and each head width's quality."""
+    out = []
+    print(
+        f"\nHead-width sweep — scaled model, SGD lr {DEFAULT_LR['sgd']:g}, {STEPS} steps, seed 0, "
+        f"{torch.get_num_threads()} thread(s)"
+    )
+    head = (
+        f"{'d_model':>7} {'d_k':>4} {'h':>3} {'final-50 loss':>14} {'final-50 acc':>13} "
+        f"{'first step ≥ 90 %':>18} {'sweep wall s':>13}"
+    )
+    print(head)
+    print("-" * len(head))
+    for d_model in SWEEP_D_MODELS:
+        t0 = time.perf_counter()
+        runs = head_sweep(d_model, SWEEP_D_KS, steps=STEPS)
+        wall = time.perf_counter() - t0
+        for i, r in enumerate(runs):
+            row = dict(
+                d_model=d_model, d_k=r.d_k, heads=r.heads, loss=r.tail_loss(),
+                acc=r.tail_accuracy(), first90=first_at(r.accuracy, 0.9), wall=wall,
+            )  # fmt: skip
+            out.append(row)
+            print(
+                f"{d_model:>7} {r.d_k:>4} {r.heads:>3} {row['loss']:>14.4g} {row['acc']:>13.1%} "
+                f"{row['first90']:>18} {(f'{wall:.2f}' if i == 0 else ''):>13}"
+            )
+    print("target: the page's sweep (4 runs) near 10 s or less on a 2-core CPU")
+    return out
 
 
 def main() -> list[dict]:
@@ -63,4 +106,9 @@ def main() -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    torch.set_num_threads(1)  # as the app: ui/_warm.py
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", action="store_true", help="only the head-width sweep")
+    if not parser.parse_args().sweep:
+        main()
+    sweep()

@@ -26,6 +26,7 @@ from attn_core.cost import (
     kv_cache_bytes,
     projection_macs,
 )
+from attn_core.measure import PARALLEL_TS, fit_slope
 
 from .style import DIVERGING, NUM_FMT, OKABE_ITO, Chart, base_layout, line_layout
 
@@ -354,20 +355,147 @@ def sweep_chart(
     else:
         layout["yaxis"].update(type="log", dtick=1, tickformat=",~g")
     fig = _figure(data, layout, dict(l=110, r=15, t=60, b=80))
+    fitted = [(m, slopes.get(m, float("nan"))) for m, (Ts, _) in series.items() if len(Ts)]
+    measured = ", ".join(f"`{m}` {s:.2f}" for m, s in fitted if math.isfinite(s))
+    measured = f" Measured here: {measured}." if measured else ""
     if what == "memory":
         caption = (
             "On log–log axes a slope of 2 means memory grows like T²: the materialised path "
-            "stores T×T scores and weights. A slope near 1 means it grows like T: the tiled and "
+            "stores T×T scores and weights. A slope of 1 means it grows like T: the tiled and "
             "fused paths hold one tile plus the T×d inputs and output. Slopes are fitted over "
-            "the largest T, where fixed overheads stop mattering."
+            "the largest T, where fixed overheads stop mattering." + measured
         )
     else:
+        ends = {m: (Ts[-1], ys[-1]) for m, (Ts, ys) in series.items() if len(Ts)}
+        T_end = min(T for T, _ in ends.values()) if ends else 0
+        at_end = {m: ys[list(Ts).index(T_end)] for m, (Ts, ys) in series.items() if T_end in Ts}
+        fastest = min(at_end, key=at_end.get) if at_end else None
         caption = (
-            "All three do about 2·T²·d multiply–adds, so at large T their time lines all rise "
-            "with slope near 2. Our tiled version pays Python's overhead on every tile; the "
-            "fused kernel runs the same loop in compiled code, without writing T×T to memory."
+            "All three do about 2·T²·d multiply–adds, so once T is large their time should grow "
+            "with slope 2."
+            + measured
+            + (f" Fastest at T = {T_end:,}: `{fastest}`." if fastest else "")
+            + " Our tiled version pays Python's overhead on every tile; the fused "
+            "kernel runs the same loop in compiled code, without writing T×T to memory."
         )
     return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------- 1b. parallel vs recurrent
+
+PARALLEL_STYLE = {  # path -> colour, dash, marker, legend name: distinguishable without colour
+    "loop": (VERMILION, "solid", "circle", "recurrence: Python loop of T dependent steps"),
+    "rnn": (PURPLE, "dashdot", "x", "torch.nn.RNN: the same T steps, compiled"),
+    "scores": (GREEN, "dot", "diamond", "all T² scores: one matmul q·kᵀ"),
+    "attention": (BLUE, "dash", "square", "attention: scores, softmax, · v"),
+}
+
+
+def duration(seconds: float) -> str:
+    """0.0123 -> '12.3 ms', 9.1e-6 -> '9.1 µs': a time in the unit people read it in."""
+    if seconds >= 1:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} µs"
+
+
+def versus(loop_s: float, attention_s: float) -> str:
+    """'3.1× faster' / '1.4× slower': attention against the loop, as the table and text say it."""
+    if attention_s <= loop_s:
+        return f"{loop_s / attention_s:.3g}× faster"
+    return f"{attention_s / loop_s:.3g}× slower"
+
+
+def parallel_chart(rows: Sequence[dict], device: str) -> Chart:
+    """Measured time of the recurrence and the parallel paths against T, log–log."""
+    Ts = [r["T"] for r in rows]
+    data, slopes = [], {}
+    for path, (color, dash, symbol, name) in PARALLEL_STYLE.items():
+        secs = [r[f"{path}_s"] for r in rows]
+        slopes[path] = fit_slope(Ts, secs)
+        data.append(
+            dict(type="scatter", x=Ts, y=[s * 1e3 for s in secs], name=name,
+                 mode="lines+markers", line=dict(color=color, width=3, dash=dash),
+                 marker=dict(symbol=symbol, size=10), customdata=[duration(s) for s in secs],
+                 hovertemplate="T = %{x:,}<br>%{customdata}<extra>" + path + "</extra>")
+        )  # fmt: skip
+    layout = line_layout(
+        f"T dependent steps against one matmul, measured on {device} (width d = {rows[0]['d']})",
+        "sequence length T (log scale)",
+        "milliseconds per call (log)",
+        height=480,
+    )
+    # under the axes: on a GPU the loop's line runs along the top, where a legend would sit
+    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
+    layout["xaxis"].update(**_pow2_ticks(min(Ts), max(Ts), every=1))
+    layout["yaxis"].update(type="log", dtick=1, tickformat=",~g")
+    fig = _figure(data, layout, dict(l=110, r=15, t=60, b=150))
+    fitted = ", ".join(f"{name.split(':')[0]} {slopes[p]:.2f}"
+                       for p, (*_, name) in PARALLEL_STYLE.items())  # fmt: skip
+    caption = (
+        f"Slopes over the largest three T (log–log): {fitted}. A slope of 1 means time ∝ T: the "
+        "recurrence does T steps of the same size, one after another. A slope of 2 means "
+        "time ∝ T²: attention's T² scores, once there are enough of them to keep the device busy."
+    )
+    return Chart(fig, caption)
+
+
+def parallel_table_md(rows: Sequence[dict]) -> str:
+    """The measurements as a markdown table: one row per T."""
+    out = [
+        "| T | dependent steps: recurrence / scores | recurrence (loop) | nn.RNN | "
+        "all T² scores | attention | attention against the loop | multiply–adds, "
+        "attention ÷ recurrence |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['T']:,} | {r['sequential_steps']:,} / 1 | {duration(r['loop_s'])} | "
+            f"{duration(r['rnn_s'])} | {duration(r['scores_s'])} | "
+            f"{duration(r['attention_s'])} | {versus(r['loop_s'], r['attention_s'])} | "
+            f"{r['attention_macs'] / r['recurrent_macs']:.3g}× |"
+        )
+    return "\n".join(out)
+
+
+def parallel_summary(rows: Sequence[dict], device: str) -> str:
+    """What the table says, in words; every number read from the rows."""
+    last = rows[-1]
+    T, d = last["T"], last["d"]
+    text = (
+        f"On {device} at T = {T:,} (width d = {d}), the recurrence took "
+        f"**{duration(last['loop_s'])}** for its **{last['sequential_steps']:,} dependent "
+        f"steps** (torch.nn.RNN, the same steps in compiled code: {duration(last['rnn_s'])}). "
+        f"Attention computed all {T * T:,} scores in **1 matmul** "
+        f"({duration(last['scores_s'])}) and the whole layer in "
+        f"**{duration(last['attention_s'])}**: **{versus(last['loop_s'], last['attention_s'])}** "
+        f"than the loop, while doing {last['attention_macs'] / last['recurrent_macs']:.3g}× as "
+        "many multiply–adds. "
+    )
+    won = [r["T"] for r in rows if r["attention_s"] <= r["loop_s"]]
+    lost = [r["T"] for r in rows if r["attention_s"] > r["loop_s"]]
+    listed = ", ".join
+    if not lost:
+        text += (
+            f"Attention beat the loop at every T measured ({rows[0]['T']:,} … {T:,}): its "
+            "scores do not wait for one another, the loop's steps do."
+        )
+    elif not won:
+        text += (
+            f"Here the loop beat attention at every T measured ({rows[0]['T']:,} … {T:,}): "
+            "on this device its small steps are cheap, and attention's T² multiply–adds cost "
+            "more than the T steps' waiting. Independence only pays where the hardware can run "
+            "many scores at once."
+        )
+    else:
+        text += (
+            f"Attention beat the loop at T = {listed(f'{t:,}' for t in won)}; the loop won at "
+            f"T = {listed(f'{t:,}' for t in lost)}. Attention's work grows like T², the loop's "
+            "like T, so on this device the T² multiply–adds eventually outweigh the waiting; the "
+            "more scores a device runs at once, the later that happens."
+        )
+    return text
 
 
 # ------------------------------------------------------------------------------ 5. walkthrough
@@ -494,6 +622,12 @@ def walkthrough_chart(
     layout.update(shapes=shapes, showlegend=False, bargap=0.15)
     fig = _figure(data, layout, dict(l=90, r=20, t=100, b=80))
     skipped = sum(1 for *_, v in tiles if not v)
+    # scores inside the skipped tiles (edge tiles can be short when a block does not divide T)
+    saved = sum(
+        (min(block_q, T_q - qi * block_q)) * (min(block_k, T_k - ki * block_k))
+        for qi, ki, v in tiles
+        if not v
+    )
     caption = (
         "Each box on the left is a tile: one block of queries meets one block of keys. Clear "
         "tiles are done, hazy ones are still to come, and the thick frame is the tile just "
@@ -509,7 +643,8 @@ def walkthrough_chart(
     if skipped:
         caption += (
             f" The {skipped} grey tiles lie wholly in their queries' future: with the causal "
-            "mask they are never computed, which saves almost half the work."
+            f"mask they are never computed, which saves {saved:,} of the {T_q * T_k:,} scores "
+            f"({saved / (T_q * T_k):.0%})."
         )
     return Chart(fig, caption)
 
@@ -518,42 +653,108 @@ def walkthrough_chart(
 # "Try this" experiments — (what to do, what you should see) — and the explanations, kept
 # here beside the pictures they refer to so the page script stays short.
 
-TRY_COMPUTE = [
-    (
-        "Raise d_model to 4096",
-        "the crossover moves to T = 8192: wide models spend most of their compute in projections.",
-    ),
-    ("Set T = 256", "the projections now cost four times the attention itself: T / 2d = 1/4."),
-]
+WIDE_D, SHORT_T = 4096, 256  # the compute step's "Try this" settings
 
-TRY_MEMORY = [
-    (
-        "Set T = 2048",
-        "the probabilities grow 4×: 2 GiB per layer, 24 GiB for 12 layers — a whole 24 GiB card.",
-    ),
-    (
-        "Switch the precision to float32",
-        "4 bytes per probability instead of 2: T = 1024 already needs 12 GiB for 12 layers.",
-    ),
-]
 
-TRY_KV_CACHE = [
-    ("Set K/V heads to 1", "GQA turns into MQA and the KV cache shrinks by the factor h."),
-    (
-        "Set T = 131072",
-        "the MHA cache needs 96 GiB, four 24 GiB cards; GQA's 2 K/V heads bring it to 24 GiB.",
-    ),
-]
+def try_compute(d_model: int) -> list[tuple[str, str]]:
+    """The compute step's experiments, their outcomes counted for this d_model."""
+    ratio = projection_macs(SHORT_T, d_model) / attention_macs(SHORT_T, d_model)
+    return [
+        (
+            f"Raise d_model to {WIDE_D:,}",
+            f"the crossover moves to T = 2·d = {crossover_T(WIDE_D):,}: below it, a wide model "
+            "spends more of its multiply–adds in the projections than in attention.",
+        ),
+        (
+            f"Set T = {SHORT_T}",
+            f"at d_model = {d_model} the projections cost {ratio:.3g}× as much as the attention "
+            f"itself: 4·T·d² / 2·T²·d = 2d / T = {2 * d_model / SHORT_T:.3g}.",
+        ),
+    ]
 
-TRY_SWEEP = [
-    ("Run the sweep", "memory slopes near 2 for `attention` and near 1 for the other two."),
+
+def try_memory(batch: int, heads: int, layers: int, dtype: str, gpu_gb: float, T: int):
+    """The memory step's experiments, their outcomes computed for these settings."""
+    longer = min(2 * T, T_MAX)
+    per = attention_probs_bytes(batch, heads, longer, dtype)
+    other = "float32" if dtype != "float32" else "float16"
+    now_b, other_b = _bytes_per(dtype), _bytes_per(other)
+    swapped = attention_probs_bytes(batch, heads, T, other, layers)
+    return [
+        (
+            f"Set T = {longer:,}",
+            f"the probabilities grow with T²: {format_bytes(per)} per layer, "
+            f"{format_bytes(per * layers)} for {layers} layers — "
+            f"{gpu_share(per * layers, gpu_gb)} of a {gpu_gb:g} GiB card.",
+        ),
+        (
+            f"Switch the precision to {other}",
+            f"{other_b} bytes per probability instead of {now_b}: T = {T:,} then needs "
+            f"{format_bytes(swapped)} for {layers} layers.",
+        ),
+    ]
+
+
+def try_kv_cache(batch, layers, heads, kv_heads, d_head, dtype, gpu_gb) -> list[tuple[str, str]]:
+    """The KV-cache step's experiments, their outcomes computed for these settings."""
+    mha, gqa = (kv_cache_bytes(batch, T_MAX, layers, n, d_head, dtype) for n in (heads, kv_heads))
+    cards = math.ceil(mha / (gpu_gb * GIB))
+    fits = "fits one card" if cards == 1 else f"needs {cards:,} of them"
+    return [
+        (
+            "Set K/V heads to 1",
+            f"GQA turns into MQA and the KV cache shrinks by the factor h = {heads}.",
+        ),
+        (
+            f"Set T = {T_MAX:,}",
+            f"the MHA cache needs {format_bytes(mha)}: on {gpu_gb:g} GiB cards it {fits}; "
+            f"GQA's {kv_heads} K/V heads bring it to {format_bytes(gqa)}.",
+        ),
+    ]
+
+
+def try_sweep(heads: int, attention_top: int, top: int) -> list[tuple[str, str]]:
+    """The sweep step's experiments; `attention_top` and `top` are the largest T the sweep's
+    plan gives `attention` and the other two paths with `heads` heads."""
+    if attention_top < top:
+        budget = (
+            f"`attention` stops after T = {attention_top:,}: its T×T weights would pass this "
+            f"sweep's memory budget, while the tiled and fused paths go on to T = {top:,}."
+        )
+    else:
+        budget = f"all three paths still reach T = {top:,}: the budget is not the limit here."
+    return [
+        ("Run the sweep", "compare the memory slopes in the legend: 2 means T², 1 means T."),
+        (f"Set heads to {heads} in the sidebar and run it again", budget),
+        (
+            "Read the time panel",
+            "which path is fastest at the largest T? The fused kernel runs the tiled idea in "
+            "compiled code; ours pays Python's overhead on every tile.",
+        ),
+    ]
+
+
+PARALLEL_INTRO = (
+    "A score q_i·k_j needs query i and key j and nothing else: no score waits for another, so "
+    "all T² of them are one matrix product, and a device with many cores can work on all of "
+    "them at the same time. A recurrent network reads the sequence as "
+    "h_t = tanh(W h_{t−1} + U x_t): step t needs the state step t − 1 left behind, so its T "
+    "steps form a chain that no number of cores can shorten. That chain is the lesson's reason "
+    "why transformers train faster than RNNs on parallel hardware; how much of it shows depends "
+    "on the device, so both are timed below on this device, one "
+    f"sequence of T = {PARALLEL_TS[0]:,} … {PARALLEL_TS[-1]:,} vectors of width d: our Python "
+    "loop of T steps, torch.nn.RNN running the same steps in compiled code, the T² scores "
+    "alone, and the whole attention (scores, softmax and the weighted sum of the values)."
+)
+
+TRY_PARALLEL = [
     (
-        "Set heads to 64 in the sidebar and run it again",
-        "`attention` hits this sweep's memory budget early; the tiled and fused paths go on.",
+        "Time it at width 16, then at 512",
+        "which column moves more: the loop's (T steps, each a little bigger) or attention's?",
     ),
     (
-        "Read the time panel",
-        "our Python-loop tiles are slow; the fused kernel, the same idea compiled, is fastest.",
+        "Compare the loop with torch.nn.RNN",
+        "compiled code removes Python's overhead per step, not the steps: both still take T.",
     ),
 ]
 
@@ -608,7 +809,7 @@ EXPLAIN_WEIGHTS = (
     "A fused kernel never forms the attention matrix, so it cannot hand it back. Everything "
     "that needs the weights — every heatmap in this app, debugging, analysis — needs the "
     "explicit path. That is why `attention` stays in the test suite, where `fused_attention` "
-    "and `tiled_attention` are checked against it to within 10⁻⁵.",
+    "and `tiled_attention` are checked against it.",
 )
 
 INTRO = (

@@ -23,18 +23,12 @@ from .style import (
     WEIGHT_COLORAXIS,
     Chart,
     line_layout,
+    plot_label,
     to_numpy,
 )
 
 BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY = OKABE_ITO[:6]
 JOB_TEXT = {"previous-token": "previous-token head", "induction": "induction head", "": ""}
-
-
-def plot_label(token: str, limit: int = 8) -> str:
-    """A token as plain text for plotly: printable, escaped, at most `limit` characters."""
-    s = "".join(ch for ch in str(token) if ch.isprintable())
-    s = s if len(s) <= limit else s[: limit - 1] + "…"
-    return html.escape(s, quote=False) or "·"
 
 
 def _title(text: str) -> dict:
@@ -143,14 +137,21 @@ def head_maps(
         yaxis=y_axis,
     )
     named = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "previous-token"]
+    below = np.diagonal(w, offset=-1, axis1=-2, axis2=-1)  # (L, h, T-1): weight of i on i-1
+    lit = "; ".join(
+        f"{nm}: weight ≥ 0.5 at {int((below[l, h] >= 0.5).sum())} of the {T - 1} queries"
+        for l in range(L)
+        for h in range(H)
+        if (nm := f"L{l}H{h}") in named
+    )
     found = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "induction"]
     caption = (
         "Top row: layer 0, bottom row: layer 1, one map per head; prev = previous-token "
         "score, ind = induction score. Row i of each map is where query i looks "
         "(only keys up to i: the model is causal); hover for the positions and the weight. "
         f"Previous-token head{'s' if len(named) != 1 else ''}: {', '.join(named) or 'none found'} "
-        "— a bright line just below the diagonal. "
-        f"Induction head{'s' if len(found) != 1 else ''}: {', '.join(found) or 'none found'} "
+        + (f"— a bright line just below the diagonal ({lit}). " if named else "— ")
+        + f"Induction head{'s' if len(found) != 1 else ''}: {', '.join(found) or 'none found'} "
         "— once the pattern repeats, a bright stripe one step to the right of the earlier copy."
     )
     return Chart(fig, caption, alt="Grid of attention maps, one per layer and head")
@@ -165,8 +166,11 @@ def head_score_bars(
     induction: Any,
     uniform_previous: float,
     uniform_induction: float,
+    jobs: list[list[str]] | None = None,
 ) -> Chart:
-    """Two bars per head: previous-token and induction score, with uniform attention's."""
+    """Two bars per head: previous-token and induction score, with uniform attention's.
+
+    `jobs`: the (layers, h) grid of HeadScores.jobs, for the caption's count."""
     prev, ind = to_numpy(previous_token).ravel(), to_numpy(induction).ravel()
     fig = go.Figure(
         [
@@ -209,12 +213,18 @@ def head_score_bars(
             yaxis=dict(title=dict(text="mean attention weight"), range=[0, top * 1.18]),
         )
     )
+    count = ""
+    if jobs is not None:
+        with_job = [n for n, j in zip(names, (j for row in jobs for j in row), strict=True) if j]
+        count = f" On this sequence {len(with_job)} of the {len(names)} heads have one" + (
+            f" ({', '.join(with_job)})." if with_job else "."
+        )
     return Chart(
         fig,
         "Blue: the mean weight from each token to the one just before it. Orange: the mean "
         "weight from each repeated token to the token that followed its earlier copy. Dotted "
         "lines: what a head that spreads its weight evenly would score. A job shows up as one "
-        "bar far above its dotted line; most heads have none.",
+        "bar far above its dotted line." + count,
     )
 
 
@@ -304,12 +314,21 @@ def position_loss(
             yaxis=dict(title=dict(text="loss (nats)"), range=[0, top * 1.12]),
         )
     )
-    return Chart(
-        fig,
-        "Blue circles: the current token is new, so the next one cannot be read off the context "
-        "and the loss sits near a blind guess. Orange diamonds: the current token appeared "
-        "before, so the model can copy what followed it last time, and the loss falls towards 0.",
+    new, old = y[~rep], y[rep]
+    caption = (
+        "Blue circles: the current token is new, so the next one cannot be read off the "
+        f"context; here they average {np.nanmean(new):.2f} nats ({np.nanmin(new):.2f} to "
+        f"{np.nanmax(new):.2f}), against a blind guess of {chance:.2f}. "
+        if new.size
+        else ""
     )
+    caption += (
+        "Orange diamonds: the current token appeared before, so the model can copy what "
+        f"followed it last time; here they average {np.nanmean(old):.2g} nats."
+        if old.size
+        else "No token repeats here, so there are no orange diamonds: nothing to copy."
+    )
+    return Chart(fig, caption)
 
 
 # --- ablation
@@ -562,12 +581,90 @@ def training_curves(
     )
     return Chart(
         fig,
-        "Top: for a while both losses sit near a blind guess. Then, over a few dozen steps, the "
-        "loss on repeated tokens collapses while the loss on first occurrences stays put — "
-        "nothing in the context predicts those. Bottom: the previous-token head in layer 0 and "
-        "the induction head in layer 1 sharpen at the same moment: the drop is the two heads "
-        "starting to work together.",
+        curves_caption(
+            loss_repeated, loss_first, score_steps, best_previous, best_induction, chance
+        ),
     )
+
+
+WINDOW = 25  # steps per running mean: one step's batch loss is noisy
+
+
+def _running(xs: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """(means of every WINDOW consecutive steps, the step at each window's centre)."""
+    x = np.asarray(xs, np.float64)
+    m = np.convolve(x, np.ones(WINDOW) / WINDOW, mode="valid")
+    return m, np.arange(m.size) + 1 + (WINDOW - 1) // 2  # step numbers start at 1
+
+
+def _halfway(steps: Sequence[int], score: Sequence[float]) -> int | None:
+    """First snapshot step where a score has made half of its rise from start to end."""
+    s = np.asarray(score, np.float64)
+    if s.size < 2 or s[-1] <= s[0]:
+        return None
+    return int(np.asarray(steps)[np.argmax(s >= s[0] + (s[-1] - s[0]) / 2)])
+
+
+def curves_caption(
+    loss_repeated: Sequence[float],
+    loss_first: Sequence[float],
+    score_steps: Sequence[int],
+    best_previous: Sequence[float],
+    best_induction: Sequence[float],
+    chance: float,
+) -> str:
+    """What the training curves show, every number read off the logged curves."""
+    n = len(loss_first)
+    measures = (
+        "Top: the blue curve is the loss where the current token is new, so the next one "
+        f"cannot be read off the context; a blind guess scores ln(vocab) = {chance:.2f} there. "
+    )
+    if n < 2 * WINDOW:
+        return measures + f"Only {n} steps so far: too few for {WINDOW}-step means."
+    first, centre = _running(loss_first)
+    rep, _ = _running(loss_repeated)
+    start, end = float(np.mean(loss_first[:WINDOW])), float(np.mean(loss_first[-2 * WINDOW :]))
+    k = int(np.argmax(first))
+    peak, at = float(first[k]), int(centre[k])
+    # the drop: the repeated-token loss falls from 3/4 of a blind guess to 1/4 of it
+    hi, lo = rep < 0.75 * chance, rep < 0.25 * chance
+    drop = (int(centre[np.argmax(hi)]), int(centre[np.argmax(lo)])) if lo.any() else None
+    ends = "below" if end < chance else "above"
+    text = measures + (
+        f"It starts at {start:.2f} ({WINDOW}-step mean) and climbs to {peak:.2f} around step "
+        f"{at}, then settles at {end:.2f} over the last {2 * WINDOW} steps, "
+        f"{abs(end - chance):.2f} {ends} the blind guess. "
+    )
+    if drop is None:
+        return text + "The orange loss on repeated tokens has not collapsed yet."
+    during = drop[0] <= at <= drop[1]
+    text += (
+        f"Between steps {drop[0]} and {drop[1]} the orange loss on repeated tokens falls from "
+        "three quarters of a blind guess to a quarter: the phase change"
+        + (
+            ", and the blue peak falls inside it. A likely reason: the copying that forms then "
+            "also bets on tokens already in the context, and a new token is usually followed "
+            "by one not seen yet, so on first occurrences those bets miss until the model "
+            "learns when to copy. "
+            if during
+            else f". The blue peak, at step {at}, lies outside it. "
+        )
+    )
+    half = [_halfway(score_steps, best_previous), _halfway(score_steps, best_induction)]
+    if None not in half:
+        every = score_steps[1] - score_steps[0]
+        near = all(drop[0] - every <= h <= drop[1] + every for h in half)
+        text += (
+            f"Bottom: the best previous-token score (layer 0) and the best induction score "
+            f"(layer 1) make half of their rise by steps {half[0]} and {half[1]} (scored every "
+            f"{every} steps)"
+            + (
+                ", within one scoring interval of the drop: the two heads start to work together."
+                if near
+                else "."
+            )
+        )
+    return text
 
 
 def run_curves(run: Any, title: str) -> Chart:
@@ -604,12 +701,57 @@ Switching off the layer-0 head breaks layer 1 too, although layer 1 was left alo
 it matches against no longer carry the note. That is what *composition* means.
 """
 
-CAVEAT = """
-Multi-head attention gives every head its own projections so that heads *can* specialise. Nothing
-forces them to. In this model two of the four layer-0 heads share the previous-token job (each
-covers part of the positions), two have no visible job, and all four layer-1 heads learned
-nearly the same induction pattern, so any one of them can be removed at almost no cost.
-Large trained models show the same mix: some heads with clear jobs, many that overlap or seem
-idle, and a lot that can be pruned with little loss. And which head ends up with which job is
-an accident of the random start: train another seed above and the labels move.
-"""
+CAVEAT_INTRO = (
+    "Multi-head attention gives every head its own projections so that heads *can* "
+    "specialise. Nothing forces them to."
+)
+CAVEAT_END = (
+    "Large trained models show the same mix: some heads with clear jobs, many that overlap or "
+    "seem idle, and a lot that can be pruned with little loss. And which head ends up with "
+    "which job is an accident of the random start: train another seed above and the labels "
+    "may move."
+)
+
+
+def _names(heads: Sequence[str]) -> str:
+    return " and ".join([", ".join(heads[:-1]), heads[-1]]) if len(heads) > 1 else heads[0]
+
+
+def caveat(names: Sequence[str], jobs: dict, single: Any, full: float, chance: float) -> str:
+    """The page's note on specialisation, from the shipped model's jobs and its single-head
+    ablations (`single`: repeated-token loss with each head off, layer-major as `names`)."""
+    loss = dict(zip(names, np.ravel(to_numpy(single)).tolist(), strict=True))
+    cheap = full + 0.05 * chance  # "little cost": within 5 % of a blind guess of all-on
+
+    def each(heads):
+        return _names([f"{loss[h]:.3f} ({h} off)" for h in heads])
+
+    prev, copy = list(jobs["previous-token"]), list(jobs["induction"])
+    idle = [n for n in names if n not in prev + copy]
+    out = [CAVEAT_INTRO]
+    if prev:
+        needed = all(loss[h] >= cheap for h in prev)
+        out.append(
+            f"In this model {_names(prev)} {'do' if len(prev) > 1 else 'does'} the "
+            "previous-token job; switching one off alone raises the loss on repeated tokens "
+            f"from {full:.3f} (all heads on) to {each(prev)}"
+            + (": they do not stand in for each other." if needed and len(prev) > 1 else ".")
+        )
+    if idle:
+        out.append(
+            f"{_names(idle)} {'have' if len(idle) > 1 else 'has'} no visible job: switched off "
+            f"alone, the loss goes to {each(idle)}."
+        )
+    if copy:
+        worst = max(loss[h] for h in copy)
+        out.append(
+            f"{_names(copy)} {'are induction heads' if len(copy) > 1 else 'is the induction head'}"
+            f"; switching off any one of them raises the loss to at most {worst:.3f}"
+            + (
+                f", against a blind guess of {chance:.2f}: any one can be removed at little cost."
+                if len(copy) > 1 and worst < cheap
+                else "."
+            )
+        )
+    out.append(CAVEAT_END)
+    return " ".join(out)

@@ -332,10 +332,91 @@ def fill_grid(
         "The same mask and logits through a plain softmax, for every fill and precision; the "
         "black frame is your current choice. Green: exact. Sky blue: a row with no allowed key "
         "spreads its weight over forbidden keys. Orange: forbidden keys leak. Vermillion: NaN. "
-        "−inf is exact until a row has no allowed key; finite fills never give NaN but can leak "
-        "once the logits are as large as the fill."
+        + fill_summary(outcomes)
     )
     return Chart(fig, caption)
+
+
+def _fill_name(fill: str) -> str:
+    return fill.replace("-", "−")
+
+
+def _pairs(outcomes: Sequence[Any], fills: Sequence[str], dtypes: Sequence[str]) -> str:
+    """'every fill in float16; −inf in every precision; −1e9 in bfloat16': the (fill, dtype)
+    pairs of `outcomes`, grouped first by whole precisions, then by fill."""
+    pairs = [(o.fill, o.dtype) for o in outcomes]
+    whole = [d for d in dtypes if all((f, d) in pairs for f in fills)]
+    parts = []
+    if len(whole) == len(dtypes):
+        return "every fill in every precision"
+    if whole:
+        parts.append(f"every fill in {', '.join(whole)}")
+    by_fill: dict[str, list[str]] = {}
+    for f, d in pairs:
+        if d not in whole:
+            by_fill.setdefault(f, []).append(d)
+    for f, ds in by_fill.items():
+        where = "every precision" if len(ds) == len(dtypes) else ", ".join(ds)
+        parts.append(f"{_fill_name(f)} in {where}")
+    return "; ".join(parts)
+
+
+def fill_summary(outcomes: Sequence[Any]) -> str:
+    """What the grid shows, in sentences: which pairs give NaN and why, which leak.
+
+    Every claim is read off the outcomes (attn_core.fill_outcomes), so it holds for
+    the mask and logit size the grid was computed for.
+    """
+    if not outcomes:
+        return ""
+    every = (list(dict.fromkeys(o.fill for o in outcomes)),
+             list(dict.fromkeys(o.dtype for o in outcomes)))  # fmt: skip
+    empty = outcomes[0].empty_rows
+    out = [
+        f"This mask leaves {empty} row{'s' * (empty != 1)} with no allowed key (∅)."
+        if empty
+        else "Every row here keeps at least one allowed key."
+    ]
+    nan = [o for o in outcomes if o.nan_rows]
+    out.append(f"NaN here: {_pairs(nan, *every)}." if nan else "No fill gives NaN here.")
+    stored_inf = [o for o in nan if o.nan_empty and o.overflowed]
+    if stored_inf:
+        out.append(
+            f"{_pairs(stored_inf, *every)}: finite on paper, but stored as −inf, so a row with "
+            "no allowed key turns NaN exactly as with −inf."
+        )
+    summed_inf = [o for o in nan if o.nan_empty and o.fill != "-inf" and not o.overflowed]
+    if summed_inf:
+        out.append(
+            f"With {_pairs(summed_inf, *every)} the fill itself is finite, but adding the empty "
+            "row's negative scores pushes it past the largest number the precision holds: −inf "
+            "again, and NaN."
+        )
+    scored_inf = [o for o in nan if o.nan_rows > o.nan_empty]
+    if scored_inf:
+        big = ", ".join(f"{fmt_value(o.max_finite)} in {o.dtype}" for o in
+                        {o.dtype: o for o in scored_inf}.values())  # fmt: skip
+        out.append(
+            f"NaN in rows that do have keys ({_pairs(scored_inf, *every)}): some scores are "
+            f"larger than the precision's largest number ({big}) and are already ±inf before "
+            "any fill, and a row holding +inf is NaN whatever the fill."
+        )
+    spread = [o for o in outcomes if o.empty_rows and not o.nan_empty]
+    if spread:
+        out.append(
+            f"No NaN on the empty row with {_pairs(spread, *every)}: a fill that stays finite "
+            "spreads that row's weight over forbidden keys instead."
+        )
+    leak = [o for o in outcomes if o.max_leak > 1e-3]
+    if leak:
+        top = max(o.max_leak for o in leak)
+        out.append(
+            f"Forbidden keys leak (up to {top:.0%} of a row) with {_pairs(leak, *every)}: the "
+            "logits are as large as the fill, so the shift no longer hides them."
+        )
+    else:
+        out.append("No fill leaks at this logit size.")
+    return " ".join(out)
 
 
 def broadcast_masks(
@@ -489,15 +570,23 @@ def plain_weights_chart(w: Any, keep: Any, *, nan_rows: int, height: int = 400) 
         title=f"Weights, plain softmax{nan}",
         labels=query_labels(keep),
         height=height,
-        caption="Plain torch.softmax of the logits above. Rows sum to 1. × marks a forbidden "
-        "cell: colour under a × is weight that leaked through the mask. Grey 'NaN' cells are "
-        "0/0, from a row with no finite logit.",
+        caption="Plain torch.softmax of the logits above. Rows that are not NaN sum to 1. × "
+        "marks a forbidden cell: colour under a × is weight that leaked through the mask. Grey "
+        "'NaN' cells come from a row whose logits are all −inf (0/0) or that holds a +inf "
+        "score (inf/inf).",
     )
 
 
 def safe_weights_chart(w: Any, keep: Any, *, height: int = 400) -> Chart:
     """attn_core's safe path on the same scores: boolean mask, zeros for an empty row."""
     keep = np.asarray(keep, dtype=bool)
+    nan = int(np.isnan(to_numpy(w)).any(-1).sum())
+    caveat = (
+        f" Except {nan} row{'s' * (nan != 1)} holding a score that is already +inf in this "
+        "precision (the logits overflowed before any mask): inf − inf is NaN on any path."
+        if nan
+        else ""
+    )
     return weights_chart(
         w,
         keep,
@@ -505,5 +594,6 @@ def safe_weights_chart(w: Any, keep: Any, *, height: int = 400) -> Chart:
         labels=query_labels(keep),
         height=height,
         caption="The same scores masked with the boolean mask (−inf) and a stable softmax that "
-        "gives a row with no allowed key all zeros: no NaN and no leak, whatever the fill.",
+        "gives a row with no allowed key all zeros: no NaN and no leak, whatever the fill."
+        + caveat,
     )

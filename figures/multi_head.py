@@ -7,7 +7,6 @@ them (plotly renders a few HTML tags in tick text), and shortened so ticks stay 
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -21,19 +20,13 @@ from .style import (
     Chart,
     heatmap,
     line_layout,
+    plot_label,
     to_numpy,
 )
 
 MAX_PANELS = 16  # heads drawn one by one; the rest are summarised
 X_KEY = "key (attended to)"
 Y_QUERY = "query (attending)"
-
-
-def plot_label(token: str, limit: int = 10) -> str:
-    """A token as plain text for plotly: escaped (no tags) and at most `limit` characters."""
-    s = "".join(ch for ch in str(token) if ch.isprintable())
-    s = s if len(s) <= limit else s[: limit - 1] + "…"
-    return html.escape(s, quote=False) or "·"
 
 
 def _labels(tokens: list[str]) -> list[str]:
@@ -182,11 +175,23 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
         if h > MAX_PANELS
         else ""
     )
+    avg_focus = float(w.mean(0).max(-1).mean())  # mean largest weight of the average map
+    head_focus = float(w.max(-1).mean())  # …and of a head, averaged over the heads
+    if h == 1:
+        compare = "With one head the average is that head's own map: nothing is blurred."
+    else:
+        flatter = "flatter" if avg_focus < head_focus else "no flatter"
+        compare = (
+            f"Each head keeps its own pattern, while the average is {flatter}: its rows put "
+            f"{avg_focus:.2f} on their favourite token, against {head_focus:.2f} for a head. "
+            "Averaging the heads (which is what one head would have to do) blurs the patterns "
+            "together."
+        )
     caption = (
         "Each small map is one head: row = a token asking, column = a token being read, one "
-        "colour scale for all. Compare the heads with the last panel, their **average**: each "
-        "head keeps its own pattern, while the average is flatter — averaging the heads "
-        "(which is what one head would have to do) blurs the distinct patterns together." + more
+        "colour scale for all. Compare the heads with the last panel, their **average**. "
+        + compare
+        + more
     )
     return Chart(fig, caption)
 
@@ -223,10 +228,17 @@ def focus_bars(focus: Any, avg_focus: float, T: int) -> Chart:
     )
     fig.update_xaxes(tickmode="linear" if h <= 16 else "auto", dtick=1)
     fig.update_yaxes(range=[0, 1.05])
+    above = int((f > avg_focus).sum())
+    if h == 1:
+        where = "the same as the one head: there is nothing to average"
+    elif above > h / 2:
+        where = f"lower than {above} of the {h} heads, because averaging spreads attention out"
+    else:
+        where = f"lower than only {above} of the {h} heads"
     caption = (
         "Bar = how much of its attention a head puts, on average, on its single favourite token "
         "(1 = always one token, 1/T = spread evenly). The dashed line is the same measure for "
-        "the averaged map: lower than nearly every head, because averaging spreads attention out."
+        f"the averaged map: {where}."
     )
     return Chart(fig, caption)
 
@@ -301,6 +313,11 @@ def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
 # ----------------------------------------------------------------------------- the tired cat
 
 
+def _vec(v) -> str:
+    """[4, 0]: a short vector as the lesson writes it."""
+    return "[" + ", ".join(f"{float(x):.3g}" for x in v) + "]"
+
+
 def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
     """Where one head's output can be: only on the segment between the two values."""
     y = to_numpy(out)
@@ -321,7 +338,7 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
             y=[v_cat[1], v_tired[1]],
             mode="markers+text",
             marker=dict(size=18, color=[OKABE_ITO[1], OKABE_ITO[2]], symbol="square"),
-            text=["v_cat = [4, 0]", "v_tired = [0, 4]"],
+            text=[f"v_cat = {_vec(v_cat)}", f"v_tired = {_vec(v_tired)}"],
             textposition=["middle right", "top center"],
             name="value vectors",
         )
@@ -357,8 +374,10 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
     return Chart(fig, caption)
 
 
-def tired_cat_concat(out: Any, a1: float, a2: float) -> Chart:
-    """Two heads' outputs concatenated: four numbers, coloured by the head that wrote them."""
+def tired_cat_concat(out: Any, a1: float, a2: float, apart: Any) -> Chart:
+    """Two heads' outputs concatenated: four numbers, coloured by the head that wrote them.
+
+    `apart` is the concatenation with head 1 all on cat and head 2 all on tired."""
     y = to_numpy(out)
     fig = go.Figure(
         go.Bar(
@@ -382,8 +401,9 @@ def tired_cat_concat(out: Any, a1: float, a2: float) -> Chart:
     fig.update_yaxes(range=[0, 5])
     caption = (
         f"Blue bars: head 1's two numbers ({a1:.2f} on cat); orange bars: head 2's ({a2:.2f} on "
-        "cat). With head 1 on cat and head 2 on tired the result is [4, 0, 0, 4]: both facts "
-        "survive in their own coordinates, and W_o can route each wherever later layers need it."
+        f"cat). With head 1 on cat and head 2 on tired the result is {_vec(to_numpy(apart))}: "
+        "both facts survive in their own coordinates, and W_o can route each wherever later "
+        "layers need it."
     )
     return Chart(fig, caption)
 
@@ -464,7 +484,7 @@ def pruning_chart(curve: Any, h: int, pruned_count: int, pruned_change: float) -
         "heads whose loss moves the output least first; the diamond is your own selection. "
         f"Here the least useful {q} of {h} heads move the output by {c[q]:.0f} %; with random "
         "weights every head carries a similar share, so the curve climbs steadily up to W_o's "
-        "bias alone (about 100 %)."
+        f"bias alone ({c[-1]:.0f} % with every head gone)."
     )
     return Chart(fig, caption)
 
@@ -487,6 +507,37 @@ def reshape_table_md(steps) -> str:
         shape, stride = (str(tuple(t)).replace(", ", ",\u00a0") for t in (s.shape, s.stride))
         rows.append(f"| {i} | `{s.code}` | {shape} | {stride} | {ok} | {s.meaning} |")
     return "\n".join(rows)
+
+
+def shape_table_md(rows) -> str:
+    """(code, shape, meaning) rows -> a markdown table (shapes are numbers, safe to print)."""
+    out = ["| step | code | shape | what it means |", "|---:|---|---|---|"]
+    for i, r in enumerate(rows, 1):
+        shape = str(tuple(r.shape)).replace(", ", ",\u00a0")
+        out.append(f"| {i} | `{r.code}` | {shape} | {r.meaning} |")
+    return "\n".join(out)
+
+
+def value_width_md(walk) -> str:
+    """What the d_v ≠ d_k walk shows, every number read from its tensors' shapes."""
+    h = walk.head_output[1]  # (B, h, T, d_v)
+    text = (
+        "**d_v may differ from d_k: only q and k must share a width.** A score is q·k, a sum of "
+        f"d_k = {walk.d_k} products, so q and k need the same d_k, and the sum leaves one number "
+        "per pair of tokens whatever d_k was. v never meets q or k; the weights only average "
+        f"it, so its width is free. Here d_v = {walk.d_v}: every head returns "
+        f"{_shape(walk.head_output)} = (B, h, T, d_v), the {h} heads merge into "
+        f"{walk.merged[-1]} = h·d_v numbers per token, and W_o, {_shape(walk.W_o)}, maps them "
+        f"back to d_model = {walk.output[-1]}. PyTorch's F.scaled_dot_product_attention on the "
+        f"same q, k, v agrees to {walk.sdpa_max_diff:.2g}."
+    )
+    if walk.d_v == walk.d_k:
+        text += " (Here d_v = d_k, as most models choose: move the d_v slider to make them differ.)"
+    return text
+
+
+def _shape(shape) -> str:
+    return str(tuple(shape)).replace(", ", ",\u00a0")
 
 
 def params_table_md(d_model: int, rows: list[tuple[int, dict[str, int]]]) -> str:
@@ -532,38 +583,52 @@ INTRO = (
     "Walk through it step by step in the tabs; the settings in the sidebar drive every step."
 )
 
-TRY_HEADS = [
-    ("Set heads to 1", "one map, and the average is that same map: nothing is blurred."),
-    (
-        "Switch the input to a sentence and type your own",
-        "the same words always give the same maps, and each head still prefers other pairs.",
-    ),
-    ("Raise tokens to 64", "every head flattens a little; the average flattens most."),
-]
 
-CAT_INTRO = (
-    "The query *sat* needs two things at once: its subject **cat** and the modifier **tired**. "
-    "Give them the values v_cat = [4, 0] and v_tired = [0, 4]. One head has one set of weights "
-    "to split between them; two heads, each in its own 2-number slice, have one set each."
-)
+def try_heads(max_tokens: int) -> list[tuple[str, str]]:
+    return [
+        ("Set heads to 1", "one map, and the average is that same map: nothing is blurred."),
+        (
+            "Switch the input to a sentence and type your own",
+            "the same words always give the same maps, and each head still prefers other pairs.",
+        ),
+        (
+            f"Raise tokens to {max_tokens}",
+            f"each row shares its weight among {max_tokens} tokens: compare the bars with the "
+            f"uniform line, now 1/T = {1 / max_tokens:.3g}.",
+        ),
+    ]
 
-TRY_CAT = [
-    (
-        "Put the one-head weight at 0.5",
-        "the output is [2, 2] — exactly what one token with value [2, 2] would give. "
-        "Nothing records that two facts went in.",
-    ),
-    (
-        "Slide the one-head weight from 0 to 1",
-        "the point only moves along the grey segment: one distribution can trade cat for "
-        "tired, never keep both.",
-    ),
-    (
-        "Set both heads to weight 1 on cat",
-        "the two-head output becomes [4, 0, 4, 0]: heads that agree waste their extra room — "
-        "which is why head diversity (the *Diversity* step) matters.",
-    ),
-]
+
+def cat_intro(v_cat, v_tired) -> str:
+    return (
+        "The query *sat* needs two things at once: its subject **cat** and the modifier "
+        f"**tired**. Give them the values v_cat = {_vec(v_cat)} and v_tired = {_vec(v_tired)}. "
+        "One head has one set of weights to split between them; two heads, each in its own "
+        "2-number slice, have one set each."
+    )
+
+
+def try_cat(half: Any, both_on_cat: Any) -> list[tuple[str, str]]:
+    """`half`: one head's output at weight 0.5; `both_on_cat`: two heads both at weight 1."""
+    mid = _vec(to_numpy(half))
+    return [
+        (
+            "Put the one-head weight at 0.5",
+            f"the output is {mid} — exactly what one token with value {mid} would give. "
+            "Nothing records that two facts went in.",
+        ),
+        (
+            "Slide the one-head weight from 0 to 1",
+            "the point only moves along the grey segment: one distribution can trade cat for "
+            "tired, never keep both.",
+        ),
+        (
+            "Set both heads to weight 1 on cat",
+            f"the two-head output becomes {_vec(to_numpy(both_on_cat))}: heads that agree waste "
+            "their extra room — which is why head diversity (the *Diversity* step) matters.",
+        ),
+    ]
+
 
 WHY_VIEW_FAILS = (
     "A tensor is one flat block of memory plus **strides**: how many elements to skip for one "
@@ -578,33 +643,56 @@ PARAMS_NOTE = (
     "their size: more heads buy independent distributions, not parameters."
 )
 
-KV_NOTE = (
-    "The KV cache holds the keys and values of every past token during generation. Assumed: a "
-    "context of 8,192 tokens, 32 layers, batch 1, float16. Sharing K and V across a group of "
-    "query heads divides the cache by the group size (MQA: by h)."
-)
 
-TRY_PRUNE = [
-    (
-        "Prune half the heads",
-        "the output moves a lot here but keeps a clearly positive cosine similarity: the heads "
-        "left still carry their share.",
-    ),
-    ("Prune every head", "the output collapses to W_o's bias; the curve ends near 100 %."),
-    (
-        "Set key/value heads to 1 (MQA)",
-        "the divergence map barely changes: heads still differ through their own queries "
-        "even when they share one K and V.",
-    ),
-]
+def kv_note(context: int, layers: int, batch: int, dtype: str) -> str:
+    return (
+        "The KV cache holds the keys and values of every past token during generation. Assumed: "
+        f"a context of {context:,} tokens, {layers} layers, batch {batch}, {dtype}. Sharing K and "
+        "V across a group of query heads divides the cache by the group size (MQA: by h)."
+    )
 
-UNTRAINED_VS_TRAINED = (
-    "These weights are random, so every head carries a similar share and pruning costs roughly "
-    "in proportion to how many heads go. In trained models, studies find many heads redundant: "
-    "a large fraction can be removed with little loss, and the surviving maps do recognisable "
-    "jobs (previous token, a verb's subject, matching brackets). The *Trained heads* page shows "
-    "real ones."
-)
+
+def try_prune(curve: Any) -> list[tuple[str, str]]:
+    """`curve`: relative output change after removing 0, 1, … h heads (least useful first)."""
+    end = 100 * float(to_numpy(curve)[-1])
+    return [
+        (
+            "Prune half the heads",
+            "the output moves a lot here but keeps a clearly positive cosine similarity: the "
+            "heads left still carry their share.",
+        ),
+        ("Prune every head", f"the output collapses to W_o's bias; the curve ends at {end:.0f} %."),
+        (
+            "Set key/value heads to 1 (MQA)",
+            "compare the divergence map: heads still differ through their own queries even "
+            "when they share one K and V.",
+        ),
+    ]
+
+
+def untrained_vs_trained(curve: Any) -> str:
+    """Pruning on random weights (half the heads, from `curve`) against trained models."""
+    c = to_numpy(curve)
+    h = c.shape[0] - 1
+    k = h // 2
+    if k:
+        share, root = k / h, math.sqrt(k / h)
+        closer = "√(k/h)" if abs(c[k] - root) <= abs(c[k] - share) else "k/h"
+        cost = (
+            f"pruning the {k} least useful of {h} heads moves the output by {100 * c[k]:.0f} %. "
+            f"A cost in proportion to the heads removed would be k/h = {share:.0%}; heads whose "
+            f"contributions point in unrelated directions give about √(k/h) = {root:.0%}. Here "
+            f"the measurement is closer to {closer}"
+        )
+    else:
+        cost = "with a single head, pruning it leaves only W_o's bias"
+    return (
+        f"These weights are random, so every head carries a similar share: {cost}. In trained "
+        "models, studies find many heads redundant: a large fraction can be removed with little "
+        "loss, and the surviving maps do recognisable jobs (previous token, a verb's subject, "
+        "matching brackets). The *Trained heads* page shows real ones."
+    )
+
 
 # ----------------------------------------------------------------------------- predict, then reveal
 # Templates only: every number in them is filled in by the page from attn_core.
@@ -649,5 +737,22 @@ EX_PRUNE_WHY = (
     "block of W_o, and with random weights those {h} contributions point in nearly unrelated "
     "directions. Lengths of unrelated vectors add like Pythagoras: squared norms add, so "
     "dropping a fraction k/h of the squared length moves the output by about √(k/h) = "
-    "{root:.0%}. Guessing k/h undercounts every time; a few heads already matter a lot."
+    "{root:.0%}. {verdict}"
 )
+
+
+def prune_verdict(k: int, h: int, measured_pct: float) -> str:
+    """How the naive guess k/h compares with the measured change (in %) on this layer."""
+    share = 100 * k / h
+    if measured_pct > share:
+        return (
+            f"Here the guess k/h = {share:.0f} % undercounts the measured {measured_pct:.0f} %: "
+            "a few heads already matter a lot."
+        )
+    return (
+        f"Here the guess k/h = {share:.0f} % is not below the measured {measured_pct:.0f} %: "
+        "with so few dimensions the heads' contributions are not unrelated enough."
+        if h > 1
+        else f"With one head, pruning it moves the output by {measured_pct:.0f} %: only the "
+        "bias is left."
+    )

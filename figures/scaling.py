@@ -178,8 +178,10 @@ def logits_map(logits, *, scaled: bool, temperature: float, height: int = 400) -
         fig,
         f"The raw scores × {'1/√d_k' if scaled else '1 (no scaling)'}"
         f"{f' ÷ {temperature:g}' if temperature != 1 else ''}. The colours stop at "
-        f"±{LOGIT_CLIP:g} on purpose: {clipped:.0%} of the cells are beyond it, where softmax "
-        "is already close to a hard maximum. Hover for the exact value.",
+        f"±{LOGIT_CLIP:g} on purpose: {clipped:.0%} of the cells are beyond it. Logits that "
+        "large come with large gaps between them, and softmax turns gaps into ratios: a lead of "
+        f"{LOGIT_CLIP:g} already gives the winner e^{LOGIT_CLIP:g} ≈ {math.exp(LOGIT_CLIP):.0f} "
+        "times the runner-up's weight. Hover for the exact value.",
     )
 
 
@@ -249,8 +251,40 @@ def _normal_pdf(x: np.ndarray, var: float) -> np.ndarray:
     return np.exp(-(x**2) / (2 * var)) / math.sqrt(2 * math.pi * var)
 
 
+NOISE_SE = 3.0  # a deviation from the iid prediction counts only beyond this many standard errors
+
+
+def iid_verdict(ratio: float, rel_se: float, n_seq: int) -> str:
+    """What the measured / predicted variance says about independence, given its sampling error.
+
+    `rel_se` is the standard error of the measured variance relative to it (see
+    attn_core.scaling.variance_rel_se); only a miss of more than NOISE_SE of
+    them is evidence that the components are not independent.
+    """
+    off, noise = abs(ratio - 1), NOISE_SE * rel_se
+    if off > noise:
+        return (
+            f" Here the measurement is {off:.1%} off the iid prediction, beyond its sampling "
+            f"noise (±{noise:.1%}, {NOISE_SE:g} standard errors over the {n_seq} independent "
+            "sequences): these components are not independent."
+        )
+    return (
+        f" The measurement is {off:.1%} off the iid prediction, within sampling noise "
+        f"(±{noise:.1%}, {NOISE_SE:g} standard errors over the {n_seq} independent sequences)."
+    )
+
+
 def logit_histogram(
-    edges, density, *, d_k: int, measured_var: float, theory_var: float, n: int, label: str
+    edges,
+    density,
+    *,
+    d_k: int,
+    measured_var: float,
+    theory_var: float,
+    n: int,
+    label: str,
+    rel_se: float,
+    n_seq: int,
 ) -> Chart:
     """Histogram of the logits with the N(0, d_k) and N(0, 1) curves."""
     e = _f64(edges)
@@ -304,17 +338,13 @@ def logit_histogram(
             )
         ]
     ratio = measured_var / theory_var
-    off = (
-        f" Here the measurement is {abs(ratio - 1):.0%} off the iid prediction: these "
-        "components are not independent."
-        if abs(ratio - 1) > 0.05
-        else ""
-    )
+    off = iid_verdict(ratio, rel_se, n_seq)
     return Chart(
         _figure(data, layout),
         f"{n:,} sampled logits. Measured variance **{measured_var:.3g}**, theory "
-        f"**{theory_var:.3g}** (ratio {ratio:.3f}). Unscaled, the logits spread like N(0, d_k); "
-        f"dividing by √d_k squeezes them back onto N(0, 1) whatever d_k is.{off}",
+        f"**{theory_var:.3g}** (ratio {ratio:.3f}). Unscaled, the logits have variance d_k; "
+        "dividing by √d_k brings it back to 1 whatever d_k is, as long as the components of q "
+        f"and k are independent.{off}",
     )
 
 
@@ -392,6 +422,7 @@ def variance_vs_dk(
     layout["xaxis"].update(_dk_axis())
     layout["yaxis"].update(type="log", exponentformat="power", dtick=1)
     _legend_below(layout)
+    sc = _f64(scaled)
     init_note = (
         ""
         if init == "gaussian"
@@ -401,8 +432,9 @@ def variance_vs_dk(
     return Chart(
         _figure(data, layout),
         f"Measured, not plotted from the formula. Unscaled, the variance grows in step with d_k "
-        f"(slope {slopes[0]:.2f} on log–log axes); divided by √d_k it stays flat at 1 "
-        f"(slope {slopes[1]:.2f}). The star is your current setting ({label}).{init_note}",
+        f"(slope {slopes[0]:.2f} on log–log axes); divided by √d_k it stays between "
+        f"{sc.min():.3g} and {sc.max():.3g} (slope {slopes[1]:.2f}). The star is your current "
+        f"setting ({label}).{init_note}",
     )
 
 
@@ -445,16 +477,19 @@ def saturation_vs_dk(
         y_title="share of rows",
         hover="share",
     )
-    u, s = _f32(unscaled), _f32(scaled)
+    u, s = _f64(unscaled), _f64(scaled)
+    worst = round(float(s.max()) * n_rows)  # rows, at the d_k where scaling saturates most
     scaled_text = (
         "scaled, no row saturates at any d_k."
-        if s.max() < 0.005
-        else f"scaled it stays at or below {s.max():.0%} for every d_k."
+        if worst == 0
+        else f"scaled, at most {worst:,} of the {n_rows:,} rows ({s.max():.2%}) saturate, "
+        f"at d_k = {d_ks[int(s.argmax())]}."
     )
     return Chart(
         fig,
-        f"{n_rows:,} sampled rows of {T} keys per d_k. Unscaled, the share climbs from "
-        f"{u[0]:.0%} at d_k = {d_ks[0]} to {u[-1]:.0%} at d_k = {d_ks[-1]}; {scaled_text}",
+        f"{n_rows:,} sampled rows of {T} keys per d_k. Unscaled, the share "
+        f"{'climbs' if u[-1] > u[0] else 'goes'} from {u[0]:.0%} at d_k = {d_ks[0]} to "
+        f"{u[-1]:.0%} at d_k = {d_ks[-1]}; {scaled_text}",
     )
 
 
@@ -470,17 +505,21 @@ def entropy_vs_dk(d_ks, unscaled, scaled, *, d_k: int, scaled_now: bool, T: int)
         y_title="entropy / log T",
         hover="entropy",
     )
+    u, s = _f64(unscaled), _f64(scaled)
     return Chart(
         fig,
         f"1 means attention spread evenly over all {T} keys, 0 means one key takes everything. "
-        "Scaled, the entropy does not depend on d_k; unscaled, it drains away as d_k grows.",
+        f"Scaled, the entropy stays between {s.min():.2f} and {s.max():.2f} from d_k = "
+        f"{d_ks[0]} to {d_ks[-1]}; unscaled, it goes from {u[0]:.2f} to {u[-1]:.2f}.",
     )
 
 
 # ---------------------------------------------------------------- 5. the Jacobian
 
 
-def jacobian_map(J_abs, *, row: int, dtype_name: str, height: int = 420) -> Chart:
+def jacobian_map(
+    J_abs, *, row: int, dtype_name: str, threshold: float = 0.99, height: int = 420
+) -> Chart:
     """|diag(α) − ααᵀ| of one row on a log colour scale; exact zeros left blank."""
     J = _f64(J_abs)
     with np.errstate(divide="ignore"):
@@ -516,16 +555,19 @@ def jacobian_map(J_abs, *, row: int, dtype_name: str, height: int = 420) -> Char
     layout["plot_bgcolor"] = "#D0D0D0"  # exact zeros are left out of the map and show grey
     zeros = int(np.sum(J == 0))
     zero_note = (
-        f" {zeros} grey cells are exactly 0: in {dtype_name} the product underflowed."
+        f" {zeros} grey cells are exactly 0: in {dtype_name} a weight rounded to exactly 0 or "
+        "1, or a product of two weights underflowed."
         if zeros
         else ""
     )
     return Chart(
         _figure([trace], layout),
         f"How much each weight moves when one logit moves, on a log scale from 1e{J_FLOOR} to 1. "
-        f"Entries are bounded by αᵢ(1 − αᵢ) ≤ 0.25. A saturated row is dark (or grey) "
-        "everywhere: no logit can move any weight, so no gradient reaches q or k. Pick a "
-        f"saturated (orange) row with the row slider above to see it.{zero_note}",
+        f"Entries are bounded by αᵢ(1 − αᵢ) ≤ {0.5 * 0.5:g}. In a saturated row (largest weight a "
+        f"above {threshold:g}) every entry is at most 1 − a < {1 - threshold:.2g}: the row is "
+        "dark, its logits can barely move its weights, and little gradient reaches q or k (none "
+        "at all through a grey cell). Pick a saturated (orange) row with the row slider above "
+        f"to see it.{zero_note}",
     )
 
 
@@ -584,10 +626,27 @@ def jacobian_norms_chart(norms, max_weight, *, row: int, threshold: float = 0.99
     below = float(np.mean(nrm < 1e-3))
     return Chart(
         _figure(data, layout),
-        f"Median row: **{med:.3g}**; rows below 1e-3: **{below:.0%}**. A responsive row has a "
-        "norm of a few tenths; every saturated row falls orders of magnitude lower, so the "
-        "gradient reaching those queries and keys all but vanishes. The outlined bar is the "
-        "row shown on the left.",
+        f"Median row: **{med:.3g}**; rows below 1e-3: **{below:.0%}**. "
+        f"{_responsive_vs_saturated(nrm, sat)} A row whose largest weight a passes "
+        f"{threshold:g} has ‖J‖ ≤ 1 − a² < {1 - threshold**2:.3g} (the norm is at most the "
+        "trace Σ αᵢ(1 − αᵢ), which is at most a(1 − a) + (1 − a)), so little gradient reaches "
+        "its query and keys. The outlined bar is the row shown on the left.",
+    )
+
+
+def _responsive_vs_saturated(nrm: np.ndarray, sat: np.ndarray) -> str:
+    """Both kinds of row in numbers: median norm of the responsive, largest of the saturated."""
+    n_sat, n_resp = int(sat.sum()), int((~sat).sum())
+    if n_sat == 0:
+        return f"No row is saturated: the {n_resp} rows have a median norm of {np.median(nrm):.3g}."
+    top = float(nrm[sat].max())
+    if n_resp == 0:
+        return f"All {n_sat} rows are saturated; the largest norm among them is {top:.3g}."
+    resp = float(np.median(nrm[~sat]))
+    times = f" ({resp / top:.3g}× less)" if top > 0 else ""
+    return (
+        f"The {n_resp} responsive rows have a median norm of {resp:.3g}; the {n_sat} saturated "
+        f"ones at most {top:.3g}{times}."
     )
 
 
@@ -609,8 +668,15 @@ def two_key_curve(
     typical_gap: float,
     typical_label: str,
     lesson_points: Sequence[float] = (3.0, 24.0),
+    lesson_share: tuple[float, int, int] | None = None,
 ) -> Chart:
-    """α(1 − α) against the logit gap, log y, with float32's epsilon and the lesson's points."""
+    """α(1 − α) against the logit gap, log y, with float32's epsilon and the lesson's points.
+
+    `typical_gap` is the median lead of a row's winner over its runner-up (the
+    gap that caps how one-hot the row can be). `lesson_share` = (share, rows, T):
+    how many sampled rows of T keys at d_k = 64 unscaled lead by the lesson's
+    larger gap or more.
+    """
     g, ex, comp = _f64(gaps), _f64(exact), _f64(computed)
     gmax = float(g[-1])
     lx = [p for p in lesson_points if p <= gmax]
@@ -654,9 +720,9 @@ def two_key_curve(
             mode="markers+text",
             name="your setting",
             marker=STAR,
-            text=[f"your gap ≈ {typical_gap:.3g}" + (" (off the chart →)" if off else "")],
+            text=[f"your lead ≈ {typical_gap:.3g}" + (" (off the chart →)" if off else "")],
             textposition="bottom right" if shown_gap < gmax / 2 else "bottom left",
-            hovertemplate=f"typical gap {typical_gap:.3g}<br>α(1 − α) = "
+            hovertemplate=f"typical lead {typical_gap:.3g}<br>α(1 − α) = "
             f"{_exact_two_key(typical_gap):.3g}<extra>{typical_label}</extra>",
         ),
     ]
@@ -708,31 +774,100 @@ def two_key_curve(
     )
     return Chart(
         _figure(data, layout),
-        "The gradient falls like e^(−gap): gap 3 gives 0.045, gap 24 gives 3.8e-11, nine "
-        "orders of magnitude apart and the second far below float32's epsilon. "
-        f"{zero_text} The star is {typical_label} ≈ {typical_gap:.3g}.",
+        f"{_lesson_points_text(lesson_points)} {zero_text} The star is {typical_label}: in the "
+        f"median row the winner leads the runner-up by {typical_gap:.3g}, where α(1 − α) = "
+        f"{_exact_two_key(typical_gap):.2g}. That lead, not the row's full range, caps how "
+        "one-hot a row can be: its winner's weight is at most 1 / (1 + e^(−lead)), however many "
+        f"keys there are.{_lesson_share_text(lesson_points, lesson_share)}",
+    )
+
+
+def _lesson_points_text(points: Sequence[float]) -> str:
+    """The lesson's two gaps in numbers: their gradients, how far apart, against float32's eps."""
+    lo, hi = min(points), max(points)
+    glo, ghi = _exact_two_key(lo), _exact_two_key(hi)
+    eps = (
+        f", the second {FLOAT32_EPS / ghi:,.0f} times smaller than float32's epsilon"
+        if ghi < FLOAT32_EPS
+        else ""
+    )
+    return (
+        f"The gradient falls like e^(−gap): gap {lo:g} gives {glo:.2g}, gap {hi:g} gives "
+        f"{ghi:.2g}, {math.log10(glo / ghi):.1f} orders of magnitude apart{eps}."
+    )
+
+
+def _lesson_share_text(points: Sequence[float], share: tuple[float, int, int] | None) -> str:
+    """How common the lesson's large gap really is at d_k = 64 unscaled, from the page's sample."""
+    if share is None:
+        return ""
+    p, n, T = share
+    hi = max(points)
+    verdict = (
+        "the fully saturated extreme, not a typical row"
+        if p < 0.05
+        else "common, as the lesson says"
+    )
+    return (
+        f" The lesson calls a gap of {hi:g} ordinary at d_k = 64 unscaled; of {n:,} sampled "
+        f"rows of {T} keys at that setting, {p:.2%} have a winner that leads by {hi:g} or "
+        f"more: {verdict}."
     )
 
 
 # ---------------------------------------------------------------- the lesson's words
 
-TRY_THIS = [
-    (
-        "Set d_k = 128 and switch the scaling off",
-        "the logits map turns solid colour, most weight rows collapse to one bright cell, and "
-        "the Jacobian norms in section 5 fall by orders of magnitude.",
-    ),
-    (
-        "Scaling off, d_k = 64, temperature 8",
-        "you are back to the scaled picture: dividing by √64 = 8 *is* a temperature. Now switch "
-        "scaling on as well: ÷ 64 in total makes every row almost uniform.",
-    ),
-    (
-        "Scaling off, d_k = 1024, precision float16",
-        "blank cells appear in the Jacobian map and the two-key curve hits exactly 0 at a gap of "
-        "about 8: gradients that are not small but gone.",
-    ),
-]
+
+def try_this(c: dict) -> list[tuple[str, str]]:
+    """The page's three experiments, each with what it shows at the reader's own settings.
+
+    `c` holds numbers the page computed with attn_core for exactly the settings
+    each experiment asks for (everything else as the reader has it): T, the
+    d_k = 128 unscaled share of clipped logits (`clip`), rows above the
+    threshold (`n_sat`), median Jacobian norm scaled over unscaled (`drop`);
+    d_k = 64 scaled at temperature 8: least entropy share and largest weight
+    (`ent_min`, `w_max`); d_k = 1024 unscaled in float16: rows with exact zeros
+    in their Jacobian (`zero_rows`), exact zeros in row 0's (`zero_cells0`), and
+    where float16's two-key gradient becomes exactly 0 (`zero_gap`, or None).
+    """
+    T = c["T"]
+    drop = c["drop"]
+    change = (
+        "exactly 0"
+        if math.isinf(drop)
+        else f"{drop:.3g}× smaller than with the scaling"
+        if drop >= 1
+        else f"{1 / drop:.3g}× larger than with the scaling"
+    )
+    zeros = (
+        f"{c['zero_rows']} of {T} rows get exact zeros in their Jacobian, drawn as blank cells "
+        f"(row 0: {c['zero_cells0']} of {T * T} cells)"
+        if c["zero_rows"]
+        else "no Jacobian entry is exactly 0 at these settings"
+    )
+    curve = (
+        f"the two-key curve hits exactly 0 from a gap of {c['zero_gap']:.3g}: gradients that are "
+        "not small but gone"
+        if c["zero_gap"] is not None
+        else "the two-key curve never reaches exactly 0 on the chart"
+    )
+    return [
+        (
+            "Set d_k = 128 and switch the scaling off",
+            f"{c['clip']:.0%} of the logits go past the map's ±{LOGIT_CLIP:g} colour range, "
+            f"{c['n_sat']} of {T} weight rows collapse to one bright cell (largest weight above "
+            f"{c['threshold']:g}), and the median row's Jacobian norm in section 5 is {change}.",
+        ),
+        (
+            "Scaling off, d_k = 64, temperature 8",
+            "you are back to the scaled picture: dividing by √64 = 8 *is* a temperature. Now "
+            "switch scaling on as well: ÷ 64 in total leaves every row close to uniform "
+            f"(entropy at least {c['ent_min']:.3f} of log T, largest weight at most "
+            f"{c['w_max']:.3f} against 1/T = {1 / T:.3f}).",
+        ),
+        ("Scaling off, d_k = 1024, precision float16", f"{zeros}, and {curve}."),
+    ]
+
 
 VARIANCE_ARGUMENT = r"""
 Take one query q and one key k whose d_k components are independent, with mean 0 and variance 1.
@@ -746,29 +881,103 @@ Their dot product is a sum of d_k products, $q \cdot k = \sum_i q_i k_i$.
 
 Nothing here is tuned: √d_k is the one factor that keeps the logits at unit variance.
 """
-IID_CAVEAT = """
-The derivation assumes independent, unit-variance components. That is exactly true for the random
-vectors here, and only roughly true inside a network: after a few layers, learned projections make
-the components of q and k correlated and their scale drifts, so Var(q·k) is no longer exactly d_k.
-Choose **layernorm** under "How q and k are drawn" for one such departure: every vector is centred
-and normalised, so its components are tied together (they sum to 0) and Var(q·k) becomes
-d_k²/(d_k − 1). Section 3 shows the size of the effect: large at d_k = 2 or 4, a few per cent from
-d_k = 32 on. So √d_k is a principled way to start the logits at a sane scale, not an exact law
-for a trained model.
+
+
+def layernorm_excess(d_k: int) -> float:
+    """How much larger Var(q·k) is for LayerNorm-style vectors than d_k: d_k/(d_k − 1) − 1.
+
+    Centred vectors of squared length d_k live in a (d_k − 1)-dimensional
+    subspace, so E[(q·k)²] = d_k · d_k / (d_k − 1). (d_k = 1 is left as drawn.)
+    """
+    return 0.0 if d_k < 2 else 1 / (d_k - 1)
+
+
+_EXCESS = {d: layernorm_excess(d) for d in (2, 4, 32, 1024)}
+IID_CAVEAT = f"""
+The derivation assumes independent, unit-variance components. That is exactly true for the
+gaussian draw here, and only roughly true inside a network: after a few layers, learned projections
+make the components of q and k correlated and their scale drifts, so Var(q·k) is no longer exactly
+d_k. Choose **layernorm** under "How q and k are drawn" for one such departure: every vector is
+centred and normalised, so its components are tied together (they sum to 0) and Var(q·k) becomes
+d_k²/(d_k − 1) — {_EXCESS[2]:.0%} more than d_k at d_k = 2 (the sample here measures a little
+less: LayerNorm's small ε shrinks the vectors whose two components nearly agree),
+{_EXCESS[4]:.0%} at 4, {_EXCESS[32]:.1%} at 32 and {_EXCESS[1024]:.2%} at 1024. Section 3 measures
+it, and the histogram in section 2 says whether its sample can tell the difference from sampling
+noise. So √d_k is a principled way to start the logits at a sane scale, not an exact law for a
+trained model.
 """
 SATURATED_GRADIENT = r"""
 The softmax's Jacobian is $\partial\alpha_i/\partial s_j = \alpha_i(\delta_{ij} - \alpha_j)$,
 i.e. $\mathrm{diag}(\alpha) - \alpha\alpha^\top$. Every entry contains a product of a weight with
 either another weight or with one minus itself. When one weight is ≈ 1 and the rest ≈ 0, every such
 product is ≈ 0 — the matrix is nearly all zeros. The backward pass multiplies the incoming gradient
-by this matrix, so nothing reaches the scores, and through them $W_Q$ and $W_K$: the layer cannot
-change which key it attends to.
+by this matrix, so almost nothing reaches that row's scores, and through them $W_Q$ and $W_K$: the
+row can hardly change which key it attends to. Rows that are still soft keep passing gradient, and
+since $W_Q$ and $W_K$ are shared, how much a model suffers depends on how many rows saturate (the
+"Two keys" step quotes what the training lab measures).
 """
-AT_INIT = """
-None of this needs training. The logits are this large on the very first forward pass, because the
-weights start random and d_k is fixed by the architecture. The model does not become over-confident
-over time: it starts saturated, its attention gradients start near zero, and the loss flattens
-almost at once. That is why forgetting the ÷√d_k shows up as a run that never takes off.
+AT_INIT_TITLE = "At initialisation: what the training lab measures"
+
+
+def at_init(t: dict) -> str:
+    """The story of the start, told with the training lab's own measurements.
+
+    `t` holds what pages/training.py shows for one setting, computed by the same
+    attn_core.training calls: d_k (and `asked`, the d_k this page is set to),
+    optimizer, lr, init_std, seed, n_symbols, chance = ln n_symbols; step-0
+    shares of rows above `threshold` (sat0_s, sat0_u), the unscaled / scaled
+    W_q, W_k gradient norm ratio (`ratio`), the loss at step 0 and at step
+    `step` of each run (loss0_s, loss0_u, loss_s, loss_u), the unscaled share of
+    saturated rows at `step` (sat_u), the step-0 unscaled share with initial std
+    3 (sat0_std3), and the lesson's large gap with its two-key gradient
+    (`gap`, `grad`).
+    """
+    d_k, step, thr, ratio = t["d_k"], t["step"], t["threshold"], t["ratio"]
+    where = (
+        f"d_k = {d_k}"
+        if t["asked"] == d_k
+        else f"d_k = {d_k} (the nearest it offers to this page's {t['asked']})"
+    )
+    opt = "SGD" if t["optimizer"] == "sgd" else "Adam"
+    others = "Every row still passes" if t["sat0_u"] == 0 else "The other rows still pass"
+    rest = (
+        ""
+        if t["sat0_u"] == 1
+        else f" {others} gradient, and W_q and W_k are shared by every row, so on the "
+        f"first batch the gradient reaching them is {ratio:.3g} times the scaled run's"
+        + (": larger, not smaller." if ratio > 1 else ".")
+    )
+    takes_off = t["loss_u"] < min(t["loss0_u"], t["chance"])
+    loss = (
+        "So the unscaled run does take off: its loss falls"
+        if takes_off
+        else "The unscaled run's loss goes"
+    )
+    below = "below" if t["loss_u"] < t["chance"] else "not below"
+    pushed = (
+        f"By step {step}, {t['sat_u']:.0%} of the unscaled rows are above {thr:g}, up from "
+        f"{t['sat0_u']:.0%} at the start: learning itself has pushed rows into saturation, "
+        "toward the flat end of the two-key curve above."
+        if t["sat_u"] > t["sat0_u"]
+        else f"By step {step}, {t['sat_u']:.0%} of the unscaled rows are above {thr:g} "
+        f"(at the start: {t['sat0_u']:.0%})."
+    )
+    return f"""
+The logits are this large on the very first forward pass, before any training: the weights
+start random and d_k is fixed by the architecture. But a random start saturates only the rows
+that happen to get a large lead. In the training lab at {where}, with its other defaults
+({opt}, learning rate {t["lr"]:g}, initial std {t["init_std"]:g}, seed {t["seed"]}), the largest
+weight starts above {thr:g} in {t["sat0_u"]:.0%} of the unscaled model's attention rows on the
+first batch, against {t["sat0_s"]:.0%} with ÷√d_k.{rest}
+
+{loss} from {t["loss0_u"]:.3g} at step 0 to {t["loss_u"]:.3g} at step {step}, {below} guessing
+(ln {t["n_symbols"]} ≈ {t["chance"]:.3g}); the scaled run's loss goes from {t["loss0_s"]:.3g} to
+{t["loss_s"]:.3g}. {pushed}
+
+The lesson's vanishing gradient and its run that never takes off are the fully saturated limit:
+the two-key curve at a gap of {t["gap"]:g} gives {t["grad"]:.2g}. A model starts there only when
+every row starts saturated — with an initial std of 3 in the training lab, {t["sat0_std3"]:.0%}
+of the unscaled rows start above {thr:g}.
 """
 
 
@@ -828,16 +1037,30 @@ def max_weight_question(d_k: int, T: int, seed: int, dtype: str) -> str:
     )
 
 
-def max_weight_why(d_k: int, T: int, gap: float, scaled_max: float) -> str:
+def max_weight_why(
+    d_k: int,
+    T: int,
+    gap: float,
+    scaled_max: float,
+    unscaled_max: float,
+    saturated_off: float,
+    threshold: float = 0.99,
+) -> str:
+    """Why the answer is what it is, with this sequence's own numbers (all medians over rows)."""
     ratio = math.exp(min(gap, 700.0))
+    softer = (
+        ": attention starts spread over more keys, which is where an untrained layer should start"
+        if scaled_max < unscaled_max
+        else ""
+    )
     return (
-        f"Unscaled, the logits spread about √{d_k} ≈ {math.sqrt(d_k):.3g} around 0. Among "
-        f"{T} numbers that spread out, the winner of a row usually leads the runner-up by "
-        f"several units — the median lead in this sequence is {gap:.3g} — and softmax turns a "
-        f"lead of g into a weight ratio of e^g (here about {ratio:.3g} to 1). So a row is "
-        "nearly one-hot on the very first forward pass, before any training. With ÷√d_k the "
-        f"same tokens give a typical largest weight of only **{scaled_max:.3g}**: attention "
-        "starts spread over several keys, which is where an untrained layer should start."
+        f"Unscaled, the logits spread about √{d_k} ≈ {math.sqrt(d_k):.3g} around 0, so the "
+        f"winner of a row can lead the runner-up by several units — the median lead among these "
+        f"{T} keys is {gap:.3g} — and softmax turns a lead of g into a weight ratio of e^g "
+        f"between the two (here about {ratio:.3g} to 1). So on the very first forward pass, "
+        f"before any training, the typical row's largest weight is **{unscaled_max:.3g}**, and "
+        f"{saturated_off:.0%} of the rows are above {threshold:g}. With ÷√d_k the same tokens "
+        f"give a typical largest weight of **{scaled_max:.3g}**{softer}."
     )
 
 
@@ -858,15 +1081,16 @@ def jacobian_truth(unscaled_norm: float, ratio: float, dtype: str) -> str:
     return f"Unscaled, the median row's norm is {unscaled_norm:.3g}, {ratio:.3g}× smaller."
 
 
-def jacobian_why(saturated_off: float, saturated_on: float) -> str:
+def jacobian_why(saturated_off: float, saturated_on: float, threshold: float = 0.99) -> str:
     return (
         "A row's Jacobian diag(α) − ααᵀ is built from products of a weight with another weight "
         "or with one minus itself. In a nearly one-hot row one factor of every such product is "
         "close to 0, so each entry shrinks roughly like e^(−lead): every extra unit by which "
         "the winner leads costs another factor of e ≈ 2.7 in gradient. Most students expect "
-        "a few times smaller; the exponential makes it far more whenever the rows saturate. In "
-        f"this sequence {saturated_off:.0%} of the unscaled rows are saturated (largest weight "
-        f"above 0.99), against {saturated_on:.0%} with scaling. The forward pass still looks "
-        "harmless — a weighted average, only a sharp one — but the backward pass has almost "
-        "nothing to send to W_Q and W_K, so the layer cannot learn where to look."
+        "a few times smaller; once the median row saturates, the exponential makes it far more. "
+        f"In this sequence {saturated_off:.0%} of the unscaled rows are saturated (largest "
+        f"weight above {threshold:g}), against {saturated_on:.0%} with scaling. The forward pass "
+        "still looks harmless — a weighted average, only a sharp one — but the saturated rows "
+        "send almost nothing back to W_Q and W_K: only the rows that are still soft carry the "
+        "learning signal. (The training lab measures what that does to a whole model.)"
     )

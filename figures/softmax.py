@@ -140,10 +140,20 @@ def steps_bars(names: list[str], steps, *, d_k: int) -> Chart:
             "The tallest score always ends as the largest weight."
         )
     else:
-        caption = (
-            "Without e^s a negative score stays negative: the 'weight' of that token is below 0, "
-            "and the others must add up to more than 1 to compensate."
-        )
+        w = to_numpy(steps.weights)
+        neg = [f"{n} ({fmt(float(x), 3)})" for n, x in zip(names, w, strict=True) if x < 0]
+        if neg:
+            caption = (
+                "Without e^s a weight is just the raw score divided by the sum of scores, so it "
+                f"can be negative: here {', '.join(neg)}; the other weights add up to "
+                f"{fmt(float(w[w >= 0].sum()), 3)} to compensate."
+            )
+        else:
+            caption = (
+                "Without e^s a weight is just the raw score divided by the sum of scores. None "
+                "is negative here, but a score whose sign differs from the sum's would give a "
+                "weight below 0."
+            )
     return Chart(fig, caption)
 
 
@@ -329,8 +339,14 @@ def naive_vs_stable(st_) -> Chart:
     title = f"Naive against stable softmax in {st_.limits.dtype}"
     layout = line_layout(title, "token", "weight", barmode="group")
     layout["yaxis"]["range"] = [0, 1.12]
-    if st_.naive_ok:
+    if st_.naive_agrees:
         caption = "Both agree: no exp overflowed or underflowed, so the shortcut happened to work."
+    elif st_.naive_ok:
+        caption = (
+            f"The naive bars are finite but off by up to {st_.naive_error:.2g}: the smaller e^s "
+            f"lost their digits in {st_.limits.dtype} (or rounded to 0). The stable version is "
+            "untouched."
+        )
     else:
         caption = (
             "The naive bars read NaN (or a false 0): e^s overflowed to inf, and inf ÷ inf is NaN — "
@@ -374,11 +390,13 @@ def exp_range(limits: Sequence, scores: Sequence[float], chosen: str) -> Chart:
     lo, hi = min(-800.0, min(scores) - 20), max(800.0, max(scores) + 20)
     layout["xaxis"].update(range=[lo, hi], zeroline=True)
     layout["yaxis"].update(categoryorder="array", categoryarray=list(label.values())[::-1])
+    narrow = min(limits, key=lambda lim: lim.overflow_at - lim.underflow_at)
     return Chart(
         go.Figure(traces, layout),
-        "Each band is the range of x where e^x is a finite, non-zero number in that precision. "
-        "The crosses are the scores: outside the band a naive softmax breaks, inside it works. "
-        "float16's band is tiny (about −16.6 to 11.1).",
+        "Each band is the range of x where e^x is a finite, non-zero number in that precision, "
+        "as torch.exp computes it. The crosses are the scores: outside the band a naive "
+        f"softmax breaks, inside it works. {narrow.dtype}'s band is the narrowest: "
+        f"{narrow.underflow_at:.2f} to {narrow.overflow_at:.2f}.",
     )
 
 
@@ -523,8 +541,12 @@ NAIVE_OUTCOMES = {
 }
 
 
-def _list(xs, digits: int = 3) -> str:
+def fmt_list(xs, digits: int = 3) -> str:
+    """[0, 0, NaN]: a short list of numbers for a sentence."""
     return "[" + ", ".join(fmt(float(x), digits) for x in xs) + "]"
+
+
+_list = fmt_list
 
 
 def shift_or_scale_answer(add_change: float, mul_change: float, tol: float = 1e-9) -> str:
@@ -584,8 +606,11 @@ def stability_truth(demo, asked) -> str:
     )
 
 
-def stability_why(demo, outcome: str) -> str:
+def stability_why(demo, outcome: str, others: dict) -> str:
+    """`others`: ExpLimits of float16, float32 and bfloat16 by name, for the comparison."""
     lim, top = demo.limits, max(demo.scores)
+    f16, f32, bf16 = others["float16"], others["float32"], others["bfloat16"]
+    gaps = ", ".join(fmt(s - top, 3).replace("-", "−") for s in demo.scores)
     situation = {
         "works": f"The largest score, {top:g}, lies inside that band, so every e^s and their "
         "sum can be stored and the shortcut happens to work — a few units further out and it "
@@ -597,11 +622,13 @@ def stability_why(demo, outcome: str) -> str:
     }[outcome]
     return (
         f"In {lim.dtype}, e^x is a finite, non-zero number only for x between about "
-        f"{lim.underflow_at:.1f} and {lim.overflow_at:.1f}. {situation} The band is set by the "
-        "format's exponent bits: float16 has only 5, so its band is narrow; bfloat16 keeps "
-        "float32's 8 and with them float32's range (but far fewer significant digits). The "
-        "stable version subtracts the largest score first, so its exponents here are −2, −1 "
-        "and 0, always inside the band, whatever the level of the scores."
+        f"{lim.underflow_at:.2f} and {lim.overflow_at:.2f}. {situation} The band is set by the "
+        f"format's exponent bits: {lim.dtype} has {lim.exponent_bits} (float16 has "
+        f"{f16.exponent_bits}, hence its narrow band; bfloat16 keeps float32's "
+        f"{f32.exponent_bits} and with them nearly float32's range, but only "
+        f"{bf16.significant_bits} significant bits to float32's {f32.significant_bits}). The "
+        f"stable version subtracts the largest score first, so its exponents here are "
+        f"{gaps}, always inside the band, whatever the level of the scores."
     )
 
 

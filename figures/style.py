@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,3 +139,11 @@ def heatmap(
     layout["xaxis"].update(side="bottom", **_ticks(x_labels, n_cols))
     fig.update_layout(**layout)
     return fig
+
+
+def plot_label(token: object, limit: int = 10) -> str:
+    """User text (a token, a word) as plain text for plotly, which reads a subset of HTML:
+    printable characters only, escaped (no tags), at most `limit` characters."""
+    s = "".join(ch for ch in str(token) if ch.isprintable())
+    s = s if len(s) <= limit else s[: limit - 1] + "…"
+    return html.escape(s, quote=False) or "·"

@@ -15,14 +15,30 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attn_core.training import SATURATED
+
 from .style import FONT, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, line_layout, to_numpy
 
 SCALED_COLOUR = OKABE_ITO[0]  # blue
 UNSCALED_COLOUR = OKABE_ITO[3]  # vermillion
 REFERENCE_COLOUR = "#555555"
 JAC_FLOOR = 1e-12  # per-row Jacobian norms at or below this (exact zeros included) sit here
+DEAD = 1e-6  # a row whose Jacobian norm is at most this passes no usable gradient
 
 RUNS = (("scaled (÷√d_k)", SCALED_COLOUR), ("unscaled", UNSCALED_COLOUR))
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(x: float, digits: int = 2) -> str:
+    """A number for a sentence: 0.045 as it is, 3.8e-11 as 3.8 × 10⁻¹¹ (`digits` significant)."""
+    if x == 0 or not math.isfinite(x) or 1e-3 <= abs(x) < 1e4:
+        return f"{x:.{digits}g}"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+    return power if mantissa == "1" else f"{mantissa} × {power}"
 
 
 def _steps(n: int) -> np.ndarray:
@@ -117,7 +133,13 @@ def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Cha
         fig.add_trace(_line(run.entropy, name, colour), row=1, col=1)
         fig.add_trace(_line(run.max_weight, name, colour, show=False), row=1, col=2)
         fig.add_trace(
-            _line(run.saturated, f"{name}: share of rows > 0.99", colour, dash="dot", show=False),
+            _line(
+                run.saturated,
+                f"{name}: share of rows > {SATURATED:g}",
+                colour,
+                dash="dot",
+                show=False,
+            ),
             row=1,
             col=2,
         )
@@ -140,9 +162,15 @@ def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Cha
     fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
     caption = (
         "Left: 0 nats is a one-hot row, ln(number of keys) a flat one. Right, solid: the mean "
-        "largest weight; dotted: the share of rows whose largest weight is above 0.99 — rows "
-        "that pass almost no gradient back. The unscaled run starts far more peaked."
+        f"largest weight; dotted: the share of rows whose largest weight is above {SATURATED:g} "
+        "— rows that pass almost no gradient back."
     )
+    if scaled.max_weight and unscaled.max_weight:
+        caption += (
+            f" At step 0 the mean largest weight is {unscaled.max_weight[0]:.2f} unscaled "
+            f"against {scaled.max_weight[0]:.2f} scaled (a flat row's is "
+            f"1/{n_keys} = {1 / n_keys:.2g})."
+        )
     return Chart(fig, caption)
 
 
@@ -171,7 +199,8 @@ def gradient_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
     caption = (
         "Left: the size of d softmax / d logits, averaged over rows — near 0 for a one-hot row. "
         "Right: what actually arrives at the query and key weights. Both axes are logarithmic: "
-        "a step down of one gridline is ten times less signal."
+        "equal distances are equal factors, so a line one decade lower carries ten times less "
+        "signal."
     )
     return Chart(fig, caption)
 
@@ -218,10 +247,10 @@ def row_jacobian_histogram(
     fig.update_layout(**layout)
     fig.update_xaxes(type="log", tickformat=NUM_FMT, exponentformat="power")
     fig.update_yaxes(tickformat=".0%")
-    dead_s, dead_u = (float((x <= 1e-6).mean()) if x.size else 0.0 for x in (s, u))
+    dead_s, dead_u = (float((x <= DEAD).mean()) if x.size else 0.0 for x in (s, u))
     caption = (
         f"Each bar counts rows of the fixed probe set ({len(s)} examples). Far left are rows "
-        f"whose gradient is effectively gone (‖J‖ ≤ 1e-6): {dead_s:.0%} of the scaled rows, "
+        f"whose gradient is effectively gone (‖J‖ ≤ {sci(DEAD)}): {dead_s:.0%} of the scaled rows, "
         f"{dead_u:.0%} of the unscaled ones. The rest still pass gradient back — those are "
         "the rows that can keep the shared W_q and W_k learning."
     )
@@ -302,15 +331,24 @@ def probe_rows(
         plot_bgcolor="#FFFFFF",
     )
     fig.update_annotations(font=dict(size=14))
+    s0, u0 = (to_numpy(w) for w in before)
+    n_keys = s0.shape[-1]
+    top_s, top_u = (float(np.nanmean(w.max(-1))) for w in (s0, u0))
     caption = (
         "Each row is one example's query looking over its key/value pairs; the white square "
-        "marks the pair that holds the answer. Before training both runs look at random pairs "
-        "— the unscaled rows already bright on one key, the scaled ones spread out."
+        "marks the pair that holds the answer. Before training neither run knows where the "
+        f"answer is: over all {len(s0)} probe examples the largest weight sits on it in "
+        f"{found_share(s0, position):.0%} of the scaled rows and "
+        f"{found_share(u0, position):.0%} of the unscaled ones (one key in {n_keys} by chance), "
+        f"and a row's largest weight averages {top_u:.2f} unscaled against {top_s:.2f} scaled "
+        f"(a flat row's is {1 / n_keys:.2g})."
     )
     if after is not None:
         caption += (
             " After training, a row that learned the task is bright exactly on its square; a "
-            "bright cell anywhere else is a row locked onto the wrong pair."
+            "bright cell anywhere else is a row locked onto the wrong pair. The largest weight "
+            f"now sits on the answer in {found_share(after[0], position):.0%} of the scaled "
+            f"rows and {found_share(after[1], position):.0%} of the unscaled ones."
         )
     return Chart(fig, caption)
 
@@ -320,3 +358,43 @@ def found_share(w: Any, position: Any) -> float:
     w, pos = to_numpy(w), to_numpy(position).astype(np.int64)
     ok = np.isfinite(w).all(-1)  # rows of a diverged run are NaN: they found nothing
     return float(((w.argmax(-1) == pos) & ok).mean()) if len(pos) else float("nan")
+
+
+SWEEP_COLOURS = (OKABE_ITO[3], OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[0], OKABE_ITO[4])
+SWEEP_DASHES = ("dot", "dashdot", "dash", "solid", "longdash")
+
+
+def head_sweep_curves(runs, *, steps: int | None = None) -> Chart:
+    """Training loss of the scaled model cut into h = d_model / d_k heads, one line per d_k."""
+    fig = go.Figure()
+    for i, run in enumerate(runs):
+        name = f"d_k = {run.d_k} (h = {run.heads})"
+        colour, dash = SWEEP_COLOURS[i % len(SWEEP_COLOURS)], SWEEP_DASHES[i % len(SWEEP_DASHES)]
+        fig.add_trace(_line(run.loss, name, colour, dash=dash))
+    first = runs[0]
+    fig.add_hline(
+        y=first.chance,
+        line=dict(color=REFERENCE_COLOUR, dash="dash", width=1.5),
+        annotation_text=f"chance: ln {first.n_symbols} = {first.chance:.2f}",
+        annotation_position="bottom left",
+    )
+    opt = "SGD" if first.optimizer == "sgd" else "Adam"
+    fig.update_layout(
+        **line_layout(
+            f"Training loss by head width — d_model = {first.d_model}, {opt}, lr {first.lr:g}",
+            "training step",
+            "cross-entropy loss (nats, log scale)",
+        )
+    )
+    fig.update_xaxes(range=_x_range(runs, steps))
+    losses = [x for r in runs for x in r.loss if x > 0]
+    lo = min([*losses, first.chance]) / 2
+    hi = max([*losses, first.chance]) * 1.5
+    fig.update_yaxes(type="log", tickformat=NUM_FMT, range=[math.log10(lo), math.log10(hi)])
+    caption = (
+        f"Every line is the usual scaled model (÷√d_k) at d_model = {first.d_model}, from the "
+        "same initial weights and on the same batches; only how W_q, W_k and W_v are cut into "
+        "heads differs: h heads of width d_k = d_model / h. Lower is better; the dashed line "
+        "is guessing."
+    )
+    return Chart(fig, caption)

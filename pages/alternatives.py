@@ -76,16 +76,47 @@ def cosine_view(tau: float, seed: int):
     )
 
 
-@st.cache_data(max_entries=4, show_spinner="Timing on this device…")
 def score_speed(Ts: tuple[int, ...], device: str):
-    rows = time_dot_vs_additive(Ts, device=device)
-    return [(r.T, r.dot_s, r.additive_s) for r in rows]
+    def work(job):
+        rows = time_dot_vs_additive(Ts, device=device, should_stop=job.should_stop)
+        return [(r.T, r.dot_s, r.additive_s) for r in rows]
+
+    return _timed("time_scores", Ts, device, work)
 
 
-@st.cache_data(max_entries=4, show_spinner="Timing on this device…")
 def attn_speed(Ts: tuple[int, ...], device: str):
-    rows = time_softmax_vs_linear(Ts, device=device)
-    return [(r.T, r.softmax_s, r.linear_s) for r in rows]
+    def work(job):
+        rows = time_softmax_vs_linear(Ts, device=device, should_stop=job.should_stop)
+        return [(r.T, r.softmax_s, r.linear_s) for r in rows]
+
+    return _timed("time_linear", Ts, device, work)
+
+
+def _timed(name: str, Ts: tuple[int, ...], device: str, work) -> tuple[list, str | None]:
+    """(rows, why they stop short or None): timed once per server in a heavy-job slot
+    (ui.jobs). A timing cut short by the server's per-job budget is kept for this session
+    only, until its button is pressed again."""
+    cut = st.session_state.get(f"_alt_cut_{name}")
+    if cut is not None and cut[0] == (Ts, device):
+        return cut[1], cut[2]
+    box = st.empty()
+    with st.spinner("Timing on this device…"):
+        rows, job = ui.jobs.shared(
+            ui.jobs.results(name, 8), (Ts, device), work, kind="timing",
+            what=f"{name} to T {Ts[-1]}", show=lambda s: box.info(s, icon=":material/hourglass:"),
+        )  # fmt: skip
+    box.empty()
+    if job is None or not job.stopped:
+        return rows, None
+    why = job.stopped_text(len(rows), len(Ts), "sequence lengths")
+    st.session_state[f"_alt_cut_{name}"] = ((Ts, device), rows, why)
+    return rows, why
+
+
+def _gave_up(button_key: str, e: Exception) -> None:
+    """The press waited past the server's cap: say so, and forget it (press again)."""
+    st.session_state.pop(f"_alt_{button_key}", None)
+    st.warning(str(e), icon=":material/hourglass_disabled:")
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -264,6 +295,7 @@ def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> bool:
     """A button that runs a timing; results stay shown until the sweep they belong to changes."""
     if st.button(label, key=button_key, icon=":material/timer:"):
         st.session_state[f"_alt_{button_key}"] = Ts
+        st.session_state.pop(f"_alt_cut_{button_key}", None)  # a new press times afresh
     if st.session_state.get(f"_alt_{button_key}") == Ts:
         return True
     st.caption(
@@ -273,10 +305,15 @@ def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> bool:
     return False
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
 def score_speed_view(Ts: tuple[int, ...], device: str):
-    rows = score_speed(Ts, device)
-    return rows, fa.speed_chart(*zip(*rows, strict=True))
+    """(rows, chart or None: fewer than two rows, why the rows stop short or None)."""
+    rows, cut = score_speed(Ts, device)
+    return rows, score_speed_chart(tuple(rows)) if len(rows) >= 2 else None, cut
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def score_speed_chart(rows: tuple):
+    return fa.speed_chart(*zip(*rows, strict=True))
 
 
 def speed_step() -> None:
@@ -311,14 +348,22 @@ def speed_live() -> None:
         measured = _measured("time_scores", "Time dot product vs additive on this device", timed)
     if not measured:
         return
-    rows, chart = score_speed_view(timed, str(ui.device()))
+    try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
+        rows, chart, cut = score_speed_view(timed, str(ui.device()))
+    except ui.jobs.GaveUpError as e:
+        return _gave_up("time_scores", e)
+    if cut:
+        st.warning(cut, icon=":material/timer_off:")
+    if not rows:
+        return
     T_last, dot_s, add_s = rows[-1]
     m1.metric(f"Additive ÷ dot at T = {T_last}", f"{add_s / dot_s:.3g}×")
     m2.metric(
         f"Intermediate at T = {T_last}",
         format_bytes(additive_intermediate_bytes(T_last, T_last, SPEED_D)),
     )
-    ui.show(chart)
+    if chart is not None:
+        ui.show(chart)
 
 
 def smoother_step() -> None:
@@ -391,12 +436,17 @@ def smoother_live() -> None:
     )  # fmt: skip
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
 def attn_speed_view(Ts: tuple[int, ...], device: str):
-    rows = attn_speed(Ts, device)
+    """(rows, chart or None: fewer than two rows, why the rows stop short or None)."""
+    rows, cut = attn_speed(Ts, device)
+    return rows, attn_speed_chart(tuple(rows)) if len(rows) >= 2 else None, cut
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def attn_speed_chart(rows: tuple):
     T_, soft, lin = zip(*rows, strict=True)
     exps = (growth_exponent(T_, soft), growth_exponent(T_, lin))
-    return rows, fa.attn_speed_chart(T_, soft, lin, exps)
+    return fa.attn_speed_chart(T_, soft, lin, exps)
 
 
 def linear_step() -> None:
@@ -426,10 +476,18 @@ def linear_live() -> None:
         measured = _measured("time_linear", "Time softmax vs linear attention on this device", Ts)
     if not measured:
         return
-    rows, chart = attn_speed_view(Ts, str(ui.device()))
+    try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
+        rows, chart, cut = attn_speed_view(Ts, str(ui.device()))
+    except ui.jobs.GaveUpError as e:
+        return _gave_up("time_linear", e)
+    if cut:
+        st.warning(cut, icon=":material/timer_off:")
+    if not rows:
+        return
     T_last, soft, lin = rows[-1]
     m1.metric(f"Softmax ÷ linear at T = {T_last}", f"{soft / lin:.3g}×")
-    ui.show(chart)
+    if chart is not None:
+        ui.show(chart)
 
 
 def contribution_step() -> None:

@@ -27,12 +27,12 @@ from attn_core import (
     tiled_attention,
     trace_state,
 )
-from attn_core.measure import METHODS, qkv
+from attn_core.measure import METHODS, PARALLEL_TS, qkv, time_parallel_vs_recurrent
 from attn_core.tiled import scores_computed
 from figures import cost as fig
 
 FILE = "pages/cost.py"
-STEPS = ("Compute", "Memory", "KV cache", "Sweep", "Walkthrough")
+STEPS = ("Compute", "Parallel", "Memory", "KV cache", "Sweep", "Walkthrough")
 MODEL_KEYS = ("T", "d_model", "heads", "kv_heads", "batch", "layers", "dtype", "gpu_gb")
 WALK_KEYS = ("walk_T", "block", "causal", "tiles")  # ?tiles= was ?step= before the tabs
 HEADS = [1, 2, 4, 8, 12, 16, 32, 64]
@@ -40,6 +40,8 @@ GPUS = [8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192]
 WALK_D_K, WALK_D_V = 8, 4
 SWEEP = "_cost_sweep"  # session_state: the last sweep's results (small, plain Python)
 SLOW_S = 1.5  # seconds: a method whose call takes longer stops climbing in T
+WIDTHS = [16, 32, 64, 128, 256, 512]  # the parallel step's d: a whole table stays under ~2 s
+PARALLEL = "_cost_parallel"  # session_state: {(width, device): rows} timed in this session
 
 
 def fit_choice(asked: int, divides: int, name: str, why: str) -> int:
@@ -109,6 +111,21 @@ def backend(heads: int, d_k: int, dtype: str, device: str) -> str:
     return sdpa_backend(*qkv(1, heads, 256, d_k, dtype, device))
 
 
+def parallel_timings(width: int, device: str, show) -> list[dict]:
+    """The recurrence against one matmul at every T of PARALLEL_TS, timed once per server
+    in a heavy-job slot (ui.jobs): a timing on a busy server measures the other jobs."""
+
+    def work(_job) -> list[dict]:  # a second or two: no point to stop at inside it
+        rows = time_parallel_vs_recurrent(PARALLEL_TS, width, device=device)
+        return [dataclasses.asdict(r) for r in rows]
+
+    rows, _ = ui.jobs.shared(
+        ui.jobs.results("cost-parallel", 6), (width, device), work, kind="timing",
+        what=f"parallel vs recurrent at d {width}", show=show,
+    )  # fmt: skip
+    return rows
+
+
 MACS_CHOICES = (
     "the Q, K, V and output projections",
     "the attention itself (scores and weighted sum)",
@@ -143,12 +160,41 @@ def compute_section(T: int, d_model: int) -> None:
     c[1].metric("Attention, 2·T²·d (MACs)", fig.si(a))
     c[2].metric("Crossover T = 2·d", f"{cross:,}")
     ui.show(flops_chart(d_model, T))
-    ui.try_this(fig.TRY_COMPUTE)
+    ui.try_this(fig.try_compute(d_model))
     ui.explain(*fig.EXPLAIN_COST)
 
 
+@st.fragment
+def parallel_section() -> None:
+    st.subheader("2 · Every score at once: attention against a recurrence")
+    st.markdown(fig.PARALLEL_INTRO)
+    with st.columns([2, 3])[0]:
+        width = ui.select_slider("width", "Width d (vectors and recurrent state)", WIDTHS, 64)
+    ui.show_notes(keys=("width",))
+    dev = ui.device()
+    done = st.session_state.setdefault(PARALLEL, {})
+    if st.button("Time both", icon=":material/play_arrow:", type="primary"):
+        box = st.empty()
+        try:
+            with st.spinner(f"Timing T = {PARALLEL_TS[0]:,} … {PARALLEL_TS[-1]:,} …"):
+                show = lambda s: box.info(s, icon=":material/hourglass:")  # noqa: E731
+                done[(width, str(dev))] = parallel_timings(width, str(dev), show)
+            box.empty()
+        except ui.jobs.GaveUpError as e:
+            box.warning(str(e), icon=":material/hourglass_disabled:")
+    rows = done.get((width, str(dev)))
+    if rows is None:
+        st.info(f"Press **Time both** to time them here at width d = {width} (a second or two).")
+    else:
+        label = device_label(dev)
+        st.markdown(fig.parallel_summary(rows, label))
+        st.markdown(fig.parallel_table_md(rows))
+        ui.show(fig.parallel_chart(rows, label))
+    ui.try_this(fig.TRY_PARALLEL)
+
+
 def memory_section(T, heads, batch, layers, dtype, gpu_gb) -> None:
-    st.subheader("2 · Memory: the T×T wall")
+    st.subheader("3 · Memory: the T×T wall")
     per, total = (attention_probs_bytes(batch, heads, T, dtype, n) for n in (1, layers))
     grow = attention_probs_bytes(batch, heads, 2 * T, dtype) // per  # computed, not typed in
     ui.predict_choice(
@@ -164,11 +210,11 @@ def memory_section(T, heads, batch, layers, dtype, gpu_gb) -> None:
     c[1].metric(f"All {layers} layers", format_bytes(total))
     c[2].metric(f"Of a {gpu_gb:g} GiB GPU", fig.gpu_share(total, gpu_gb))
     ui.show(probs_memory_chart(batch, heads, dtype, layers, gpu_gb, T))
-    ui.try_this(fig.TRY_MEMORY)
+    ui.try_this(fig.try_memory(batch, heads, layers, dtype, gpu_gb, T))
 
 
 def kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> None:
-    st.subheader("3 · The KV cache at inference: MHA, GQA, MQA")
+    st.subheader("4 · The KV cache at inference: MHA, GQA, MQA")
     d_head = d_model // heads
     mha, gqa, mqa = (
         kv_cache_bytes(batch, T, layers, n, d_head, dtype) for n in (heads, kv_heads, 1)
@@ -178,12 +224,12 @@ def kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> Non
     c[1].metric(f"GQA cache ({kv_heads} K/V heads)", format_bytes(gqa))
     c[2].metric("MQA saves a factor", f"{mha // mqa}× (= h)")
     ui.show(kv_cache_chart(batch, T, layers, heads, kv_heads, d_head, dtype, gpu_gb))
-    ui.try_this(fig.TRY_KV_CACHE)
+    ui.try_this(fig.try_kv_cache(batch, layers, heads, kv_heads, d_head, dtype, gpu_gb))
 
 
 @st.fragment
 def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
-    st.subheader("4 · Measured on this device")
+    st.subheader("5 · Measured on this device")
     dev = ui.device()
     sweep_dtype = dtype if dev.type == "cuda" else "float32"
     plan = plan_sweep(T, batch=1, heads=heads, d_k=d_k, dtype=sweep_dtype, device=dev)
@@ -196,24 +242,46 @@ def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
     for n in plan.notes:
         st.warning(n, icon=":material/speed:")
     if st.button("Run the sweep", icon=":material/play_arrow:", type="primary"):
-        bar, rows, notes, slow = st.progress(0.0), [], list(plan.notes), set()
-        for i, (method, t) in enumerate(plan.points):
-            if method in slow:
-                continue
-            bar.progress(i / len(plan.points), text=f"Measuring `{method}` at T = {t:,} …")
-            rows.append(measured(method, t, heads, d_k, sweep_dtype, str(dev), plan.block))
-            if rows[-1]["seconds"] > SLOW_S and t < plan.Ts[-1]:  # busy machine: say so
-                slow.add(method)
-                notes.append(f"`{method}` stopped after T = {t:,}: one call took over {SLOW_S} s.")
-        bar.empty()
-        st.session_state[SWEEP] = dict(
-            rows=rows, notes=notes, device=device_label(dev), how=memory_how(dev),
-            backend=backend(heads, d_k, sweep_dtype, str(dev)),
-            what=f"{heads} heads × d_k = {d_k}, {sweep_dtype}",
-        )  # fmt: skip
+        bar = st.progress(0.0)
+
+        def work(job) -> dict:  # runs once a heavy-job slot is free (ui.jobs)
+            rows, notes, slow = [], list(plan.notes), set()
+            for i, (method, t) in enumerate(plan.points):
+                if method in slow:
+                    continue
+                if job.should_stop():  # the server's per-job budget is spent
+                    notes.append(job.stopped_text(len(rows), len(plan.points), "measurements"))
+                    break
+                bar.progress(i / len(plan.points), text=f"Measuring `{method}` at T = {t:,} …")
+                rows.append(measured(method, t, heads, d_k, sweep_dtype, str(dev), plan.block))
+                if rows[-1]["seconds"] > SLOW_S and t < plan.Ts[-1]:  # busy machine: say so
+                    slow.add(method)
+                    notes.append(
+                        f"`{method}` stopped after T = {t:,}: one call took over {SLOW_S} s."
+                    )
+            return dict(
+                rows=rows, notes=notes, device=device_label(dev), how=memory_how(dev),
+                backend=backend(heads, d_k, sweep_dtype, str(dev)),
+                what=f"{heads} heads × d_k = {d_k}, {sweep_dtype}",
+            )  # fmt: skip
+
+        try:  # a finished sweep of this plan is shared; else queue for a slot and measure
+            key = (tuple(plan.points), heads, d_k, sweep_dtype, str(dev), plan.block)
+            st.session_state[SWEEP], _ = ui.jobs.shared(
+                ui.jobs.results("cost-sweep", 16), key, work, kind="sweep",
+                what=f"{heads}×{d_k} to T {plan.Ts[-1]}", show=lambda s: bar.progress(0.0, s),
+            )  # fmt: skip
+            bar.empty()
+        except ui.jobs.GaveUpError as e:
+            bar.warning(str(e), icon=":material/hourglass_disabled:")
     res = st.session_state.get(SWEEP)
     if res is None:
         st.info("Press **Run the sweep** to time the three paths here (a few seconds).")
+        return
+    if not res["rows"]:  # stopped by the server's per-job budget before the first point
+        for n in res["notes"]:
+            if n not in plan.notes:
+                st.warning(n, icon=":material/speed:")
         return
     by = {m: [r for r in res["rows"] if r["method"] == m] for m in METHODS}
     series = {m: ([r["T"] for r in by[m]], [r["peak_bytes"] for r in by[m]]) for m in METHODS}
@@ -233,6 +301,20 @@ def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
         f"**{res['backend']}** kernel, as the profiler reports it. Peak memory comes from "
         f"{res['how']}; it includes q, k and v."
     )
+
+
+SWEEP_TRY_HEADS = 64  # the sweep's "Try this" sends the reader to this many heads
+
+
+def sweep_try(T: int, d_model: int, dtype: str) -> list[tuple[str, str]]:
+    """The sweep's experiments, with where its plan stops `attention` at 64 heads."""
+    dev = ui.device()
+    plan = plan_sweep(
+        T, batch=1, heads=SWEEP_TRY_HEADS, d_k=max(1, d_model // SWEEP_TRY_HEADS),
+        dtype=dtype if dev.type == "cuda" else "float32", device=dev,
+    )  # fmt: skip
+    reach = {m: max((t for mm, t in plan.points if mm == m), default=0) for m in METHODS}
+    return fig.try_sweep(SWEEP_TRY_HEADS, reach["attention"], max(reach.values()))
 
 
 def work_exercise(walk_T: int, block: int, causal: bool, work: int) -> None:
@@ -256,7 +338,7 @@ def work_exercise(walk_T: int, block: int, causal: bool, work: int) -> None:
 
 
 def walkthrough_step() -> None:
-    st.subheader("5 · FlashAttention, one tile at a time")
+    st.subheader("6 · FlashAttention, one tile at a time")
     walkthrough()  # a fragment: the walkthrough's controls rerun only it
     ui.try_this(fig.TRY_WALKTHROUGH)
     ui.explain(*fig.EXPLAIN_ONLINE, expanded=True)
@@ -310,7 +392,7 @@ def model_controls() -> tuple:
     gpus = sorted(set(GPUS) | ({round(here)} if here else set()))
     with ui.controls_area():
         st.markdown("#### Model and hardware")
-        st.caption("For every tab but the walkthrough, which has its own controls.")
+        st.caption("For every tab but Parallel and the walkthrough, which have their own controls.")
         T = ui.pow2_slider("T", "Sequence length T", 16, 131072, 1024)
         d_model = ui.select_slider(
             "d_model", "d_model", [64, 128, 256, 512, 768, 1024, 2048, 4096, 8192], 512
@@ -339,16 +421,19 @@ def run() -> None:
             compute_section(T, d_model)
     with tabs[1]:
         if tabs[1].open:
-            memory_section(T, heads, batch, layers, dtype, gpu_gb)
+            parallel_section()
     with tabs[2]:
         if tabs[2].open:
-            kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb)
+            memory_section(T, heads, batch, layers, dtype, gpu_gb)
     with tabs[3]:
         if tabs[3].open:
-            sweep_section(T, heads, d_model // heads, dtype)
-            ui.try_this(fig.TRY_SWEEP)
+            kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb)
     with tabs[4]:
         if tabs[4].open:
+            sweep_section(T, heads, d_model // heads, dtype)
+            ui.try_this(sweep_try(T, d_model, dtype))
+    with tabs[5]:
+        if tabs[5].open:
             walkthrough_step()
     ui.prev_next(FILE)
 

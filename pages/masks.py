@@ -3,6 +3,7 @@
 import zlib
 from functools import partial
 
+import numpy as np
 import streamlit as st
 import torch
 
@@ -27,7 +28,7 @@ from attn_core import (
     stored_fill,
     toggle_cell,
 )
-from attn_core.mask_lab import broadcast_verdict, empty_row_weights
+from attn_core.mask_lab import broadcast_verdict, empty_row_weights, min_fill_overflow
 from figures import masks as fig
 from ui.chrome import PLOTLY_CONFIG
 
@@ -43,6 +44,7 @@ CAPTIONS = {
 }
 CUSTOM_CHARS = 3000
 LENGTHS = "5,3,7"
+LEAK_FILL, LEAK_SIZE = "-1e4", 10000.0  # the leak suggestion: a small fill, large logits
 STEPS = ("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost")
 # the sidebar's controls; each step's own controls show their notes inside the step
 MAIN_CONTROLS = ("mask", "tokens", "window", "prefix", "lengths", "causal", "custom", "example",
@@ -71,6 +73,10 @@ def main_view(spec: tuple, fill: str, dtype: str, logit_size: float, example: in
         empty=empty_rows(keep[b]),
         diff=float(r.out_diff[b].nan_to_num(0).max()),
         overflow=int(r.logits[b][keep[b]].isinf().sum()),  # scores already ±inf in dtype
+        empty_nan=int((r.nan_rows[b] & r.empty[b]).sum()),  # empty rows the softmax made NaN
+        row_leak=r.leaked[b].cpu().numpy(),  # (T_q,) weight on forbidden keys, NaN where NaN
+        outrun=r.outrun[b].cpu().numpy(),  # (T_q,) a forbidden logit is the row's largest
+        partial=((~keep[b]).any(-1) & keep[b].any(-1)).cpu().numpy(),  # rows with both kinds
     )
 
 
@@ -140,9 +146,15 @@ def bug_lab(batch: int, T_q: int, T: int, lengths: tuple, example: int):
     return (lab.torch_error, lab.core_error), charts
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def cost_view(T: int):
-    return causal_cost(T, device=ui.device())
+def cost_view(T: int, show):
+    """Timed once per server in a heavy-job slot (ui.jobs), so a class's timings take turns."""
+    device = ui.device()
+    cost, _ = ui.jobs.shared(
+        ui.jobs.results("masks-cost", 4), (T, str(device)),
+        lambda _job: causal_cost(T, device=device), kind="timing",
+        what=f"causal flag vs mask at T {T}", show=show,
+    )  # fmt: skip
+    return cost
 
 
 # ----------------------------------------------------------------------------- predict, then reveal
@@ -272,9 +284,78 @@ def row_notices(c: dict, m: dict) -> None:
     if m["empty"]:
         rows = ", ".join(map(str, m["empty"]))
         st.info(
-            f"Query row {rows} may attend to **no key at all** (∅). {EMPTY}",
+            f"Query row {rows} may attend to **no key at all** (∅). {empty_text(c, m)}",
             icon=":material/block:",
         )
+
+
+def empty_text(c: dict, m: dict) -> str:
+    """What the plain softmax did to the empty rows, for this fill and precision."""
+    n, k = len(m["empty"]), m["empty_nan"]
+    stored = fig.fmt_value(m["stored"])
+    if k == n:
+        did = "returns NaN there"
+    elif k == 0:
+        did = "quietly spreads the row's weight over forbidden keys"
+    else:
+        did = f"returns NaN in {k} of these rows and spreads the weight of the rest"
+    return (
+        f"Softmax over nothing is undefined: with the fill {c['fill']} (stored as {stored} in "
+        f"{c['dtype']}) the plain softmax {did}. attn_core's safe path gives such a query zero "
+        "weights, so its output is a zero vector."
+    )
+
+
+def _rows(rows) -> str:
+    return ", ".join(map(str, rows))
+
+
+def leak_try(T: int, dtype: str) -> tuple[str, str]:
+    """The leak suggestion, measured on the causal mask at this T and precision."""
+    m = main_view(("causal", T, ()), LEAK_FILL, dtype, LEAK_SIZE, 0)
+    rows = np.flatnonzero(m["partial"])  # rows with forbidden and allowed keys
+    leak, out = m["row_leak"][rows], m["outrun"][rows]
+    shift = f"{-m['stored']:g}"  # how far the fill pushes a forbidden logit down
+    do = f"Causal mask, fill {LEAK_FILL}, logit size {LEAK_SIZE:g}"
+    n, k = len(rows), int(out.sum())
+    if k == 0:
+        top = float(np.nanmax(leak)) if n else 0.0
+        leaks = f"leaks more than {top:.1g} of its weight" if top else "leaks anything"
+        return do, (
+            f"at T = {T} no row with forbidden keys ({n} of them) {leaks}: no future score "
+            f"beats its row's best allowed one by {shift}. Raise T for more rows, and more "
+            "chances."
+        )
+    hit, rest = leak[out], leak[~out]
+    lo, hi = f"{np.nanmin(hit):.0%}", f"{np.nanmax(hit):.0%}"
+    share = lo if lo == hi else f"{lo}–{hi}"
+    most = float(np.nanmax(rest)) if n > k else 0.0
+    others = f"; the other {n - k} leak " + (f"at most {most:.1g}" if most else "nothing")
+    others = others if n > k else ""
+    return do, (
+        f"at T = {T}, {k} of the {n} rows with forbidden keys (query {_rows(rows[out])}) put "
+        f"{share} of their weight on future keys{others}. In each of those {k} rows a future "
+        f"score beats the best allowed one by more than {shift}, so even after the fill it is "
+        "the row's largest logit. −inf never leaks."
+    )
+
+
+def try_fill(c: dict) -> list[tuple[str, str]]:
+    stored = fig.fmt_value(stored_fill("-1e9", DTYPES["float16"]))
+    raises = replace_fill_error("-1e9", DTYPES["float16"]) is not None
+    return [
+        (
+            "Choose custom and flip cell 0-0 (click it on the Mask step), keep −inf",
+            "row 0 has no key left: "
+            "the plain weights turn NaN, while the safe path shows a row of zeros.",
+        ),
+        (
+            "Then switch the fill to −1e9 and the precision to float16",
+            f"−1e9 is stored as {stored}, so NaN again"
+            + (" — and the masked_fill style raises an overflow error instead." if raises else "."),
+        ),
+        leak_try(c["T"], c["dtype"]),
+    ]
 
 
 def mask_step(c: dict) -> None:
@@ -327,7 +408,7 @@ def weights_step(c: dict) -> None:
     with right:
         ui.show(safe)
     row_notices(c, m)
-    ui.try_this(TRY_FILL)
+    ui.try_this(try_fill(c))
 
 
 def fill_step(c: dict) -> None:
@@ -396,7 +477,14 @@ def cost_step() -> None:
     if not st.button(f"Measure both at T = {T} on this device", icon=":material/timer:"):
         st.caption("A few calls of each (about a second on a CPU); the result is cached.")
         return
-    cost = cost_view(T)
+    box = st.empty()
+    try:
+        with st.spinner("Timing on this device…"):
+            cost = cost_view(T, lambda s: box.info(s, icon=":material/hourglass:"))
+        box.empty()
+    except ui.jobs.GaveUpError as e:
+        box.warning(str(e), icon=":material/hourglass_disabled:")
+        return
     a, b, d = st.columns(3)
     a.metric("Max |difference| of the outputs", f"{cost.max_diff:.3g}")
     b.metric("Time: flag / mask", f"{cost.ms_is_causal:.3g} / {cost.ms_mask:.3g} ms")
@@ -444,13 +532,11 @@ INTRO = (
     "gives numbers — just wrong ones. This page makes each failure visible, one step per tab "
     "below; the mask, fill and precision controls in the sidebar apply to every step."
 )
-EMPTY = (
-    "Softmax over nothing is undefined: with a −inf fill the plain softmax returns NaN there; "
-    "with a finite fill it quietly spreads the weight over forbidden keys. attn_core's safe path "
-    "gives that query zero weights, so its output is a zero vector."
-)
 DIFF_HELP = "Largest |plain output − safe output| over the rows that are not NaN."
-FILL_HELP = "finfo.min is the precision's most negative finite number, e.g. −65504 in float16."
+FILL_HELP = (
+    "finfo.min is the precision's most negative finite number, e.g. "
+    f"{torch.finfo(torch.float16).min:,.0f} in float16."
+).replace("-", "−")
 LEAK_HELP = "Weight that a row with allowed keys puts on forbidden ones (empty rows excluded)."
 TRY_MASK = [
     (
@@ -466,23 +552,6 @@ TRY_MASK = [
     (
         "Pick block-diagonal and turn on causal inside each segment",
         "each packed document becomes its own small causal triangle.",
-    ),
-]
-TRY_FILL = [
-    (
-        "Choose custom and flip cell 0-0 (click it on the Mask step), keep −inf",
-        "row 0 has no key left: "
-        "the plain weights turn NaN, while the safe path shows a row of zeros.",
-    ),
-    (
-        "Then switch the fill to −1e9 and the precision to float16",
-        "−1e9 is stored as −inf, so "
-        "NaN again — and the masked_fill style raises an overflow error instead.",
-    ),
-    (
-        "Causal mask, fill −1e4, logit size 10000",
-        "forbidden future keys grab most of the weight: "
-        "a −1e4 shift is no match for logits that large. −inf never leaks.",
     ),
 ]
 CROSS = (
@@ -512,8 +581,8 @@ TRY_SHAPES = [
 TRY_COST = [
     ("Measure at T = 256, then at 2048", "on most machines the mask's extra time grows with T: "
      "reading T × T entries is work the flag never does."),
-    ("Read the max difference", "0 or a few 1e-7: the two ways give the same attention, so "
-     "there is no accuracy reason to build the mask yourself."),
+    ("Read the max difference", "0, or at the level of float32 rounding: the two ways give "
+     "the same attention, so there is no accuracy reason to build the mask yourself."),
 ]  # fmt: skip
 COST = (
     "Both hand PyTorch's fused attention the same causal structure. The flag lets the kernel "
@@ -573,12 +642,16 @@ EXPLAIN_FILL = (
     "trap: when *every* key of a row is forbidden the row maximum is −∞ and −∞ − (−∞) is NaN. "
     "Code either guarantees each query keeps a key (a causal mask always keeps the diagonal) or "
     "zeroes such rows afterwards, as attn_core does.\n\n"
-    "Finite fills avoid the NaN but trade it for other trouble: they only *shift* a forbidden "
-    "logit, so logits as large as the fill leak through, and a row with nothing allowed spreads "
-    "its weight over keys it must not see. −1e9 is beyond any sane logit in float32, but float16 "
-    "tops out at 65 504, so −1e9 becomes −∞ there. Half-precision code therefore falls back to "
-    "−1e4 or to the dtype's minimum — and that minimum can itself overflow to −∞ once a negative "
-    "score is added to it."
+    "A finite fill avoids that NaN only while it stays finite, and trades it for other trouble: "
+    "it only *shifts* a forbidden logit, so logits as large as the fill leak through, and a row "
+    "with nothing allowed spreads its weight over keys it must not see. −1e9 is beyond any sane "
+    "logit in float32, but float16 tops out at {f16_max}, so −1e9 becomes −∞ there and an empty "
+    "row turns NaN exactly as with −∞ (the grid above shows it). Half-precision code therefore "
+    "falls back to −1e4 or to the dtype's minimum — and in float16 that minimum itself overflows "
+    "to −∞ as soon as a score of {f16_edge} or below is added to it."
+).format(
+    f16_max=f"{torch.finfo(torch.float16).max:,.0f}",
+    f16_edge=f"{min_fill_overflow(torch.float16):g}".replace("-", "−"),
 )
 EXPLAIN_SHAPES = (
     "Broadcasting lines shapes up **from the right**. A causal mask (T_q, T_k) therefore applies "

@@ -33,13 +33,14 @@ from attn_core import (
     tired_cat_two_heads,
     valid_head_counts,
 )
-from attn_core.multihead_lab import distinct_maps, heads_to_prune
+from attn_core.multihead_lab import distinct_maps, heads_to_prune, value_width_walkthrough
 from figures import multi_head as fg
 
 FILE = "pages/multi-head.py"
 SENTENCE = "The tired cat sat on the warm mat"
 INPUTS = ["random", "sentence"]  # URL values, shown as they are so links stay readable
 STEPS = ("Heads", "Outputs", "Reshape", "Cost", "Tired cat", "Diversity")  # ?step= values
+KV_ASSUMED = dict(context=8192, layers=32, batch=1, dtype="float16")  # the KV table's setting
 
 # Results are cached as resources (shared, never copied) and only ever read: the figures in
 # them go straight to st.plotly_chart, so a plain rerun does no compute and no figure building.
@@ -97,8 +98,14 @@ def pruning_view(key: tuple, pruned: tuple[int, ...]) -> tuple:
 @st.cache_resource(max_entries=16, show_spinner=False)
 def cost_view(d_model: int, heads: int, kv_heads: int, T: int) -> tuple:
     counts = [(h, count_parameters(d_model, h)) for h in sorted({1, heads})]
-    kv = fg.kv_table_md(kv_table(d_model, heads, kv_heads), heads, kv_heads, format_bytes)
+    rows = kv_table(d_model, heads, kv_heads, **KV_ASSUMED)
+    kv = fg.kv_table_md(rows, heads, kv_heads, format_bytes)
     return fg.params_table_md(d_model, counts), kv, reshape_walkthrough(1, T, d_model, heads)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def value_width_view(d_model: int, heads: int, T: int, d_v: int):
+    return value_width_walkthrough(1, T, d_model, heads, d_v)
 
 
 # ----------------------------------------------------------------------------- predict, then reveal
@@ -178,12 +185,14 @@ def prune_exercise(key: tuple) -> None:
     pruned = heads_to_prune(heads, seed)  # 0-based
     k = len(pruned)
     names = ("heads " if k > 1 else "head ") + ", ".join(str(j + 1) for j in pruned)
+    truth = prune_truth(key, tuple(pruned))
     ui.predict_number(
         f"mh-prune-{instance_id(key)}",
         fg.EX_PRUNE_Q.format(seed=seed, h=heads, heads=names, k=k),
-        prune_truth(key, tuple(pruned)),
+        truth,
         fg.EX_PRUNE_WHY.format(k=k, h=heads, share=k / heads, d_model=d_model,
-                               root=math.sqrt(k / heads)),
+                               root=math.sqrt(k / heads),
+                               verdict=fg.prune_verdict(k, heads, truth)),
         rel_tol=0.12,
         abs_tol=6.0,
         fmt="{:.0f} %",
@@ -240,13 +249,14 @@ def cat_plane(a: float):
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cat_concat(a1: float, a2: float):
-    return fg.tired_cat_concat(tired_cat_two_heads(a1, a2), a1, a2)
+    apart = tired_cat_two_heads(1.0, 0.0)  # head 1 all on cat, head 2 all on tired
+    return fg.tired_cat_concat(tired_cat_two_heads(a1, a2), a1, a2, apart)
 
 
 @st.fragment
 def tired_cat() -> None:
     st.subheader("5 · Why not one head? “The tired cat sat”")
-    st.markdown(fg.CAT_INTRO)
+    st.markdown(fg.cat_intro(V_CAT, V_TIRED))
     one, two = st.columns(2, gap="large")
     with one:
         a = ui.slider("split", "One head: weight on cat", 0.0, 1.0, 0.5, step=0.05)
@@ -258,7 +268,7 @@ def tired_cat() -> None:
         with c2:
             a2 = ui.slider("split2", "Head 2: weight on cat", 0.0, 1.0, 0.0, step=0.05)
         ui.show(cat_concat(a1, a2))
-    ui.try_this(fg.TRY_CAT)
+    ui.try_this(fg.try_cat(tired_cat_one_head(0.5), tired_cat_two_heads(1.0, 1.0)))
 
 
 @st.fragment
@@ -299,9 +309,11 @@ def pruning_section(key: tuple, heads: int) -> None:
 def reshape_section(walk) -> None:
     st.subheader("3 · The reshape, with live shapes")
     st.markdown(fg.reshape_table_md(walk.steps))
+    # the table's row that merges the heads back (the one `.view` alone cannot do)
+    merge_step = next(i for i, s in enumerate(walk.steps, 1) if ".contiguous()" in s.code)
     if walk.view_error:
         st.markdown(
-            "Leave out `.contiguous()` in step 7 and PyTorch refuses — caught live, "
+            f"Leave out `.contiguous()` in step {merge_step} and PyTorch refuses — caught live, "
             "on these very shapes:"
         )
         st.code(f"RuntimeError: {walk.view_error}", language=None, wrap_lines=True)
@@ -317,6 +329,17 @@ def reshape_section(walk) -> None:
         "It hides the copy; it does not avoid it."
     )
     ui.explain("Why does `.view` fail after a transpose?", fg.WHY_VIEW_FAILS)
+
+
+def value_width_section(d_model: int, heads: int, T: int) -> None:
+    st.markdown("##### Values can have their own width: d_v")
+    with st.columns([2, 3])[0]:
+        d_v = ui.slider("d_v", "d_v — width of each head's values", 1, 128, 32)
+    walk = value_width_view(d_model, heads, T, d_v)
+    st.markdown(fg.value_width_md(walk))
+    st.markdown(fg.shape_table_md(walk.rows))
+    st.markdown("Give k any width other than q's and `attention` refuses — caught live:")
+    st.code(f"ValueError: {walk.mismatch_error}", language=None, wrap_lines=True)
 
 
 def read_controls() -> tuple:
@@ -340,8 +363,10 @@ def read_controls() -> tuple:
         words, T = tuple(found), len(found)
     if d_model // heads < 32:
         ui.note(
-            f"d_k = {d_model} / {heads} = {d_model // heads}: below about 32 each head has "
-            "little room for its own notion of similarity. Raise d_model along with h."
+            f"d_k = {d_model} / {heads} = {d_model // heads}: the lesson warns that below about "
+            "32 each head has little room for its own notion of similarity. The training lab "
+            "measures what a narrow head costs on a small task: "
+            "[Training › Heads](/training?step=Heads)."
         )
     return d_model, heads, kv_heads, words, T, seed
 
@@ -351,7 +376,7 @@ def heads_step(key: tuple) -> None:
     grid, focus = heads_view(key)
     ui.show(grid)
     ui.show(focus)
-    ui.try_this(fg.TRY_HEADS)
+    ui.try_this(fg.try_heads(MAX_SENTENCE_TOKENS))
 
 
 def cost_step(d_model: int, heads: int, kv_heads: int, T: int) -> None:
@@ -361,7 +386,7 @@ def cost_step(d_model: int, heads: int, kv_heads: int, T: int) -> None:
     st.markdown(params_md)
     st.caption(fg.PARAMS_NOTE)
     st.markdown(kv_md)
-    st.caption(fg.KV_NOTE)
+    st.caption(fg.kv_note(**KV_ASSUMED))
 
 
 def diversity_step(key: tuple, heads: int) -> None:
@@ -370,8 +395,9 @@ def diversity_step(key: tuple, heads: int) -> None:
     mqa_exercise(key)
     pruning_section(key, heads)
     prune_exercise(key)
-    ui.try_this(fg.TRY_PRUNE)
-    ui.explain("Untrained heads versus trained heads", fg.UNTRAINED_VS_TRAINED)
+    curve = diversity_view(key)[1]  # output change as heads go, least useful first
+    ui.try_this(fg.try_prune(curve))
+    ui.explain("Untrained heads versus trained heads", fg.untrained_vs_trained(curve))
 
 
 def run() -> None:
@@ -402,6 +428,7 @@ def run() -> None:
     with tabs[2]:
         if tabs[2].open:
             reshape_section(cost_view(d_model, heads, kv_heads, T)[2])
+            value_width_section(d_model, heads, T)
     with tabs[3]:
         if tabs[3].open:
             cost_step(d_model, heads, kv_heads, T)

@@ -9,6 +9,7 @@ import torch
 import figures.scaling as fs
 import ui
 from attn_core import (
+    DEFAULT_LR,
     DTYPES,
     INITS,
     LESSON_GAPS,
@@ -20,19 +21,31 @@ from attn_core import (
     row_jacobian,
     saturation_sweep,
     scaling_sample,
+    softmax_jacobian,
     sweep_raw_scores,
+    train_pair,
     two_key_gradient,
     two_key_gradient_in,
     variance_sweep,
 )
-from attn_core.scaling import exercise_d_k, median_ratio, row_median, top_two_gap
+from attn_core.scaling import (
+    exercise_d_k,
+    median_ratio,
+    row_median,
+    score_rows,
+    top_two_gap,
+    variance_rel_se,
+)
+from attn_core.training import SATURATED
 from ui.controls import log_values
 
 FILE = "pages/scaling.py"
 TEMPERATURES = log_values(0.05, 20, (1.0, 8.0))
 MAIN_CONTROLS = ("d_k", "tokens", "scaled", "temperature", "init", "dtype", "seed")
 STEPS = ("Scores to weights", "Spread", "Saturation", "Jacobian", "Two keys", "Check yourself")
-STAGES = ("raw_scores", "logits", "weights", "max_weight", "entropy_frac", "jacobian_norm", "gap")
+STAGES = ("raw_scores", "logits", "weights", "max_weight", "entropy_frac", "jacobian_norm", "lead")
+TRAIN_DKS = (4, 512)  # the training lab's d_k slider runs over these powers of two
+TRAIN_STEP = 50  # the step of the training lab's loss curve that the initialisation text quotes
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -121,6 +134,8 @@ def distribution_charts(d_k, scaled, temperature, init, seed):
             theory_var=d_k * scale * scale,  # the iid argument's prediction, whatever `init` is
             n=h.n,
             label=label,
+            rel_se=variance_rel_se(raw[d_k]),  # sampling error of that measured variance
+            n_seq=raw[d_k].shape[0],
         ),
         fs.variance_vs_dk(
             v.d_ks,
@@ -159,15 +174,21 @@ def jacobian_charts(d_k, tokens, scaled, temperature, init, seed, dtype, row):
     v = sample(d_k, tokens, scaled, temperature, init, seed, dtype)
     w = torch.from_numpy(v["weights"]).to(parse_dtype(dtype))  # exact: w was computed in dtype
     return [
-        fs.jacobian_map(row_jacobian(w, row), row=row, dtype_name=dtype),
+        fs.jacobian_map(row_jacobian(w, row), row=row, dtype_name=dtype, threshold=SATURATION),
         fs.jacobian_norms_chart(v["jacobian_norm"], v["max_weight"], row=row),
     ]
 
 
+LESSON_D_K = 64  # the head size of the lesson's two-key numbers (gap 24 unscaled, 3 scaled)
+
+
 @charts
-def two_key_chart(dtype, typical_gap):
+def two_key_chart(dtype, typical_gap, tokens, init, seed):
     gaps = torch.linspace(0, 30, 601, dtype=torch.float64)  # steps of 0.05
     computed = two_key_gradient_in(gaps, parse_dtype(dtype))  # what backprop gets in dtype
+    # how often a row of `tokens` keys at the lesson's d_k, unscaled, leads by its large gap
+    lead = top_two_gap(score_rows(sweep_scores(init, seed)[LESSON_D_K], tokens))  # (N,)
+    share = float((lead >= max(LESSON_GAPS)).double().mean())
     return fs.two_key_curve(
         gaps,
         two_key_gradient(gaps),
@@ -175,8 +196,79 @@ def two_key_chart(dtype, typical_gap):
         dtype_name=dtype,
         zero_gap=first_exact_zero(gaps, computed),
         typical_gap=typical_gap,
-        typical_label="your setting's typical gap",
+        typical_label="your setting's typical lead",
         lesson_points=LESSON_GAPS,
+        lesson_share=(share, lead.numel(), tokens),
+    )
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def try_numbers(tokens, temperature, init, seed, dtype):
+    """What each "Try this" experiment shows, at the reader's other settings (see fs.try_this)."""
+    off = sample(128, tokens, False, temperature, init, seed, dtype)
+    on = sample(128, tokens, True, temperature, init, seed, dtype)
+    soft = sample(64, tokens, True, 8.0, init, seed, dtype)  # ÷ √64 and temperature 8
+    half = sample(1024, tokens, False, temperature, init, seed, "float16")
+    w16 = torch.from_numpy(half["weights"]).half()  # exact: these weights were float16
+    zero = softmax_jacobian(w16) == 0  # (T, T, T): exact zeros of every row's Jacobian
+    gaps = torch.linspace(0, 30, 601, dtype=torch.float64)  # the two-key chart's gaps
+    return dict(
+        T=tokens,
+        threshold=SATURATION,
+        clip=float(np.mean(np.abs(off["logits"]) > fs.LOGIT_CLIP)),
+        n_sat=int(np.sum(off["max_weight"] > SATURATION)),
+        drop=median_ratio(
+            torch.from_numpy(on["jacobian_norm"]), torch.from_numpy(off["jacobian_norm"])
+        ),
+        ent_min=float(soft["entropy_frac"].min()),
+        w_max=float(soft["max_weight"].max()),
+        zero_rows=int(zero.flatten(1).any(-1).sum()),
+        zero_cells0=int(zero[0].sum()),
+        zero_gap=first_exact_zero(gaps, two_key_gradient_in(gaps, torch.float16)),
+    )
+
+
+def training_dk(d_k: int) -> int:
+    """The training lab's d_k nearest to this page's (its slider runs from 4 to 512)."""
+    return min(max(d_k, TRAIN_DKS[0]), TRAIN_DKS[1])
+
+
+@st.cache_data(
+    max_entries=16,
+    show_spinner=f"Training both models for {TRAIN_STEP} steps, as the training lab does…",
+)
+def training_start(d_k: int):
+    """The training lab's own numbers for d_k at its defaults: the same attn_core.train_pair
+    calls with the same arguments as pages/training.py (its step-0 cache, its Run button).
+
+    ~0.2 s at d_k = 64 on a CPU, 0.7 s at 512: run only when the "Two keys" step is open.
+    """
+    dev = ui.device()
+    kw = dict(optimizer="sgd", lr=DEFAULT_LR["sgd"], init_std=1.0, seed=0, device=dev)
+    a, b = train_pair(d_k, steps=TRAIN_STEP + 1, **kw)  # its Run button's first 51 steps
+    _, b3 = train_pair(d_k, steps=1, init_std=3.0, seed=0, device=dev)  # its step0(d_k, 3, 0)
+    step = min(TRAIN_STEP, a.done - 1, b.done - 1)  # earlier only if a run diverged
+    return dict(
+        d_k=d_k,
+        optimizer=a.optimizer,
+        lr=a.lr,
+        init_std=a.init_std,
+        seed=a.seed,
+        n_symbols=a.n_symbols,
+        chance=a.chance,
+        threshold=SATURATED,
+        step=step,
+        sat0_s=a.saturated[0],
+        sat0_u=b.saturated[0],
+        ratio=b.qk_grad_norm[0] / a.qk_grad_norm[0],
+        loss0_s=a.loss[0],
+        loss0_u=b.loss[0],
+        loss_s=a.loss[step],
+        loss_u=b.loss[step],
+        sat_u=b.saturated[step],
+        sat0_std3=b3.saturated[0],
+        gap=max(LESSON_GAPS),
+        grad=float(two_key_gradient(max(LESSON_GAPS))),
     )
 
 
@@ -219,7 +311,9 @@ def check_yourself(tokens, init, seed, dtype):
         f"scaling-max-{inst}",
         fs.max_weight_question(d_k, tokens, seed, dtype),
         c["max_off"],
-        fs.max_weight_why(d_k, tokens, c["gap_off"], c["max_on"]),
+        fs.max_weight_why(
+            d_k, tokens, c["gap_off"], c["max_on"], c["max_off"], c["saturated_off"], SATURATION
+        ),
         rel_tol=0.0,
         abs_tol=0.05,
         fmt="{:.4g}",
@@ -231,7 +325,7 @@ def check_yourself(tokens, init, seed, dtype):
         fs.jacobian_question(d_k, tokens, seed, dtype, c["norm_on"]),
         fs.JACOBIAN_DROPS,
         fs.jacobian_drop_label(c["drop"]),
-        fs.jacobian_why(c["saturated_off"], c["saturated_on"]),
+        fs.jacobian_why(c["saturated_off"], c["saturated_on"], SATURATION),
         truth=fs.jacobian_truth(c["norm_off"], c["drop"], dtype),
     )
 
@@ -261,9 +355,10 @@ def run() -> None:
     ui.page_header(
         FILE,
         "Queries and keys at initialisation are random vectors. Their dot product adds up d_k "
-        "random terms, so its spread grows like √d_k — and softmax, fed numbers that large, turns "
-        "into a hard maximum whose gradient is essentially zero. Follow the chain step by step in "
-        "the tabs below; the controls are in the sidebar and every chart updates live.",
+        "random terms, so its spread grows like √d_k — and softmax, fed numbers that large, "
+        "turns more and more rows into a near-hard maximum, whose gradient is close to zero. "
+        "Follow the chain step by step in the tabs below; the controls are in the sidebar and "
+        "every chart updates live.",
     )
     d_k, tokens, scaled, temperature, init, dtype, seed = controls()
     setting = (d_k, tokens, scaled, temperature, init, seed, dtype)
@@ -274,7 +369,7 @@ def run() -> None:
             "choose float32 or a larger temperature."
         )
     ui.show_notes(keys=MAIN_CONTROLS)
-    typical_gap = round(float(np.median(view["gap"])), 3)
+    typical_gap = float(np.median(view["lead"]))  # winner minus runner-up, median row
 
     m = st.columns(4)
     theory_sd = math.sqrt(d_k) * logit_scale(d_k, scaled=scaled, temperature=temperature)
@@ -284,13 +379,15 @@ def run() -> None:
         help=f"Theory: {theory_sd:.3g}",
     )
     m[1].metric(
-        "Saturated rows (largest weight > 0.99)", f"{(view['max_weight'] > SATURATION).mean():.0%}"
+        f"Saturated rows (largest weight > {SATURATION:g})",
+        f"{(view['max_weight'] > SATURATION).mean():.0%}",
     )
     m[2].metric("Median Jacobian norm of a row", f"{np.median(view['jacobian_norm']):.2e}")
     m[3].metric(
-        "Typical logit gap in a row",
+        "Typical lead of a row's winner over its runner-up",
         f"{typical_gap:.3g}",
-        help="Largest minus smallest logit of a row, median over rows.",
+        help="Largest minus second-largest logit of a row, median over rows. This gap caps how "
+        "one-hot a row can be: the winner's weight is at most 1 / (1 + e^(−lead)).",
     )
 
     tabs = ui.steps("step", STEPS)
@@ -300,7 +397,7 @@ def run() -> None:
             for col, chart in zip(st.columns([1, 1, 1, 0.8]), stage_charts(*setting), strict=True):
                 with col:
                     ui.show(chart)
-            ui.try_this(fs.TRY_THIS)
+            ui.try_this(fs.try_this(try_numbers(tokens, temperature, init, seed, dtype)))
     with tabs[1]:
         if tabs[1].open:
             histogram_chart, variance_chart = distribution_charts(
@@ -326,8 +423,9 @@ def run() -> None:
     with tabs[4]:
         if tabs[4].open:
             st.subheader("6 · Two keys, in numbers")
-            ui.show(two_key_chart(dtype, typical_gap))
-            ui.explain("Why this happens at initialisation", fs.AT_INIT)
+            ui.show(two_key_chart(dtype, typical_gap, tokens, init, seed))
+            t = training_start(training_dk(d_k)) | {"asked": d_k}
+            ui.explain(fs.AT_INIT_TITLE, fs.at_init(t))
     with tabs[5]:
         if tabs[5].open:
             st.subheader("7 · Check yourself")

@@ -1,6 +1,7 @@
 """Softmax and values: an example you edit, shift invariance, stability, temperature, dropout."""
 
 import dataclasses
+import math
 
 import pandas as pd
 import streamlit as st
@@ -24,7 +25,13 @@ from attn_core import (
     sum_normalised_steps,
     temperature_sweep,
 )
-from attn_core.mixing import naive_outcome, shift_or_scale, softmax_quiz
+from attn_core.mixing import (
+    AGREE_TOL,
+    naive_offset_band,
+    naive_outcome,
+    shift_or_scale,
+    softmax_quiz,
+)
 from figures import softmax as fs
 
 FILE = "pages/softmax.py"
@@ -36,6 +43,8 @@ START = (  # the example radio's help: its options are short so that links stay 
 )
 TABLES = ("q_table", "kv_table")  # the two st.data_editor keys
 LAST = "softmax_last_valid"  # session_state: (names, q, k, v) of the last fully valid table
+TAU_MIN, TAU_MAX = 0.05, 20.0  # the temperature slider's ends
+BF16_OFFSET = 700  # the stability offset where bfloat16 can no longer tell the scores apart
 
 
 def _numpy(dc):
@@ -140,7 +149,7 @@ def section_example(start: str, sumnorm: bool) -> tuple:
         f"{w:.3f}·[{a:g}, {b:g}]" for w, (a, b) in zip(steps.weights, v, strict=True)
     )
     st.latex(rf"z = \sum_i w_i v_i = {terms} = [{steps.output[0]:.3f},\ {steps.output[1]:.3f}]")
-    st.table(fs.steps_table(names, steps, d_k=len(q)))
+    st.table(fs.steps_table(list(map(ui.escape, names)), steps, d_k=len(q)))  # cells are markdown
     ui.show(fs.steps_bars(names, steps, d_k=len(q)))
     return names, tuple(soft.scores.tolist())
 
@@ -153,11 +162,16 @@ def section_shift(names: list, scores: tuple) -> None:
         c = ui.slider("shift", "c, added to every score", -50.0, 50.0, 5.0, step=0.5)
         s = torch.tensor(scores, dtype=torch.float64)  # (T,)
         w, w_c = (t.numpy() for t in shifted_weights(s, c))
-        st.metric("Largest change in any weight", f"{abs(w_c - w).max():.1e}")
-        st.caption("Zero up to float64 rounding (about 1e-16), whatever c is.")
+        change = float(abs(w_c - w).max())
+        st.metric("Largest change in any weight", f"{change:.1e}")
+        eps = torch.finfo(torch.float64).eps  # float64's step just above 1
+        st.caption(
+            f"Zero but for float64 rounding: that is {change / eps:.2g} × float64's eps "
+            f"({eps:.1e}), the spacing of its numbers near 1."
+        )
     with right:
         ui.show(fs.shift_bars(names, s.numpy(), c, w, w_c))
-    st.table(fs.shift_table(names, s.numpy(), c, w, w_c))
+    st.table(fs.shift_table(list(map(ui.escape, names)), s.numpy(), c, w, w_c))
 
 
 @st.fragment
@@ -175,8 +189,22 @@ def section_stability() -> None:
         st.metric("Largest score now", f"{top:g}", f"{lim.overflow_at - top:+.1f} to the limit")
     with right:
         ui.show(fs.naive_vs_stable(r))
-    if r.naive_ok:
-        st.success("Naive and stable softmax agree: every e^s and their sum are finite, non-zero.")
+    if r.naive_agrees:
+        st.success(
+            "Naive and stable softmax agree: every e^s and their sum are finite and non-zero, "
+            f"and no weight differs by {AGREE_TOL:g} or more."
+        )
+    elif r.naive_ok:
+        why = (
+            f"some e^s fell below {lim.smallest_normal:.3g}, {dtype}'s smallest normal "
+            "number, where few digits are left (or none: 0)"
+            if r.tiny_exp
+            else f"rounding in {dtype} changed them"
+        )
+        st.warning(
+            f"Naive softmax gives finite weights, but wrong ones: "
+            f"{fs.fmt_list(r.naive)} against the stable {fs.fmt_list(r.stable)}: {why}."
+        )
     elif top > lim.overflow_at or r.logsumexp > lim.overflow_at:
         st.error(
             f"Naive softmax broke: e^s or their sum (ln Σ e^s = {r.logsumexp:.2f}) passed "
@@ -184,8 +212,8 @@ def section_stability() -> None:
         )
     else:
         st.error(
-            f"Naive softmax broke the other way: every e^s fell below the smallest {dtype} "
-            f"(e^x is 0 for x below {lim.underflow_at:.1f}); 0 ÷ 0 is NaN."
+            f"Naive softmax broke the other way: every e^s rounded to 0 in {dtype} "
+            f"(e^x is 0 for x below {lim.underflow_at:.2f}); 0 ÷ 0 is NaN."
         )
     if len(set(r.scores)) < len(r.scores):
         st.info(f"{dtype} cannot even store these scores apart: they round to {r.scores}.")
@@ -198,7 +226,7 @@ def section_temperature(names: list, scores: tuple) -> None:
     st.subheader("4 · Temperature: one knob from argmax to uniform")
     left, right = st.columns([2, 1], gap="large", vertical_alignment="bottom")
     with left:
-        tau = ui.log_slider("temperature", "Temperature τ: softmax(s ÷ τ)", 0.05, 20.0, 1.0)
+        tau = ui.log_slider("temperature", "Temperature τ: softmax(s ÷ τ)", TAU_MIN, TAU_MAX, 1.0)
     sw, now, one = sweep(scores), sweep(scores, (tau,)), sweep(scores, (1.0,))
     h_now = float(now.entropy[0])
     right.metric("Entropy of the weights", f"{h_now:.3f} nats")
@@ -256,7 +284,7 @@ def section_check(names: list, scores: tuple) -> None:
     instance = "_".join(f"{s:.6g}" for s in scores)
     ui.predict_choice(
         f"softmax-scale-{quiz}-{instance}",
-        fs.shift_or_scale_question(names, scores, z.c),
+        fs.shift_or_scale_question(list(map(ui.escape, names)), scores, z.c),
         fs.SHIFT_OR_SCALE,
         fs.shift_or_scale_answer(r.add_change, r.mul_change),
         fs.shift_or_scale_why(z.c),
@@ -268,7 +296,7 @@ def section_check(names: list, scores: tuple) -> None:
         fs.stability_question(z.scores, z.dtype),
         list(fs.NAIVE_OUTCOMES.values()),
         fs.NAIVE_OUTCOMES[outcome],
-        fs.stability_why(demo, outcome),
+        fs.stability_why(demo, outcome, {d: exp_limits(d) for d in DTYPES}),
         truth=fs.stability_truth(demo, z.scores),
     )
     d = dropout(z.dropout_p, True, quiz)
@@ -281,6 +309,98 @@ def section_check(names: list, scores: tuple) -> None:
         abs_tol=0.05,
         lo=0.0,
     )
+
+
+def _lesson_with(token: int, column: int, value: float):
+    """The lesson's example with one key entry changed: (q, keys, values) as tuples."""
+    _, q, k, v = SOFTMAX_EXAMPLES["lesson"]
+    k = [list(row) for row in k]
+    k[token][column] = value
+    return q, tuple(map(tuple, k)), v
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def example_tries() -> dict[str, list[tuple[str, str]]]:
+    """Sections 1 and 4's suggestions on the lesson's example, their numbers computed."""
+    _, lesson, _ = example_compute(*SOFTMAX_EXAMPLES["lesson"][1:], False)
+    _, low, _ = example_compute(*_lesson_with(1, 1, -3.0), False)  # t2's k 2 = -3
+    neg, _, _ = example_compute(*SOFTMAX_EXAMPLES["negative"][1:], True)
+    cold = sweep(tuple(lesson.scores.tolist()), (TAU_MIN,))
+    _, tie, _ = example_compute(*_lesson_with(2, 0, 1.7), False)  # t3's k 1 = 1.7
+    tied = sweep(tuple(tie.scores.tolist()), (TAU_MIN,))
+    hot = sweep(tuple(lesson.scores.tolist()), (TAU_MAX,))
+    n = len(lesson.weights)
+    return {
+        "example": [
+            (
+                "Type -3 into k 2 of token t2",
+                f"its score drops, its weight collapses from {lesson.weights[1]:.3f} to "
+                f"{low.weights[1]:.2g} and the star slides away from v(t2), "
+                + ("still inside the hull." if low.inside_hull else "out of the hull."),
+            ),
+            (
+                "Start from 'negative' and switch sum normalisation on",
+                f"t1 gets weight {fs.fmt(float(neg.weights[0]), 3)} and the star jumps "
+                + (
+                    "outside the shaded hull; softmax (open star) stays inside."
+                    if not neg.inside_hull
+                    else "around, yet stays inside the hull."
+                ),
+            ),
+            (
+                "Set the query to 0 0 0",
+                "every score is 0, every weight 1/T: the star sits on "
+                "the grey diamond, the plain mean.",
+            ),
+        ],
+        "temperature": [
+            (
+                f"Drag τ down to {TAU_MIN:g}",
+                f"one bar takes all but {1 - cold.weights[0].max():.1e} of the weight; entropy "
+                f"falls to {cold.entropy[0]:.1e} nats.",
+            ),
+            (
+                f"Drag τ up to {TAU_MAX:g}",
+                f"the bars level out; entropy reaches {hot.entropy[0]:.3f} nats, near "
+                f"ln {n} = {math.log(n):.3f}.",
+            ),
+            (
+                f"Type 1.7 into k 1 of t3 (t2 and t3 now tie), then drag τ to {TAU_MIN:g}",
+                f"entropy stops at {tied.entropy[0]:.3f} nats — ln 2 — not 0: the argmax "
+                "limit splits between the tie.",
+            ),
+        ],
+    }
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def stability_tries() -> list[tuple[str, str]]:
+    """Section 3's suggestions, each offset and edge measured with attn_core (CPU)."""
+    top = max(STABILITY_SCORES)
+    _, hi = naive_offset_band("float32")
+    broken = stability_demo([s + hi + 1 for s in STABILITY_SCORES], "float32")
+    lo16, _ = naive_offset_band("float16")
+    f16, bf16 = exp_limits("float16"), exp_limits("bfloat16")
+    fine = -round(top)  # the stable softmax's own move: the top score lands on 0
+    merged = stability_demo([s + BF16_OFFSET for s in STABILITY_SCORES], "bfloat16").scores
+    return [
+        (
+            f"float32, offset {hi} and then {hi + 1}",
+            f"at {hi} both agree; at {hi + 1} the largest e^s overflows and the naive weights "
+            f"turn into {fs.fmt_list(broken.naive)}.",
+        ),
+        (
+            "Pick float16",
+            f"e^x is finite and non-zero only for x between about {f16.underflow_at:.2f} and "
+            f"{f16.overflow_at:.2f}: try offset {fine} (scores up to 0: fine) and {lo16 - 1} "
+            "(every e^s underflows to 0, and 0 ÷ 0 is NaN).",
+        ),
+        (
+            f"Pick bfloat16 and offset {BF16_OFFSET}",
+            f"the scores cannot even be stored apart ({fs.fmt_list(merged)}): bfloat16 keeps "
+            f"only {bf16.significant_bits} significant bits.",
+        ),
+    ]
 
 
 def run() -> None:
@@ -304,29 +424,11 @@ def run() -> None:
             help="w_i = (q·k_i) / Σ_j (q·k_j): no exp.",
         )
     names, scores = section_example(start, sumnorm)
-    ui.try_this(
-        [
-            (
-                "Type -3 into k 2 of token t2",
-                "its score drops, its weight collapses and the "
-                "star slides away from v(t2), still inside the hull.",
-            ),
-            (
-                "Start from 'negative' and switch sum normalisation on",
-                "t1 gets weight −1 and "
-                "the star jumps far outside the shaded hull; softmax (open star) stays inside.",
-            ),
-            (
-                "Set the query to 0 0 0",
-                "every score is 0, every weight 1/T: the star sits on "
-                "the grey diamond, the plain mean.",
-            ),
-        ]
-    )
-    lesson = mix_values(
-        torch.tensor(LESSON_WEIGHTS, dtype=torch.float64),
-        torch.tensor(SOFTMAX_EXAMPLES["lesson"][3], dtype=torch.float64),
-    )
+    tries = example_tries()
+    ui.try_this(tries["example"])
+    values = torch.tensor(SOFTMAX_EXAMPLES["lesson"][3], dtype=torch.float64)  # (T, d_v)
+    lesson = mix_values(torch.tensor(LESSON_WEIGHTS, dtype=torch.float64), values)
+    mean = values.mean(0)  # (d_v,): every weight 1/T
     ui.explain(
         "Why softmax, and not some other normalisation?",
         "Softmax gives weights that are **never negative** and **add up to 1**, so the output is "
@@ -338,7 +440,8 @@ def run() -> None:
         "compute (section 3).\n\n"
         f"With the lesson's weights {list(LESSON_WEIGHTS)} the values [2, 0], [0, 4], [1, 1] "
         f"mix to **[{lesson[0]:.3f}, {lesson[1]:.3f}]**; equal weights give the plain mean "
-        "[1, 1.667]. The keys here are chosen so that the weights land close to the lesson's.",
+        f"[{mean[0]:.4g}, {mean[1]:.4g}]. The keys here are chosen so that the weights land "
+        "close to the lesson's.",
     )
 
     section_shift(names, scores)
@@ -355,24 +458,7 @@ def run() -> None:
     )
 
     section_stability()
-    ui.try_this(
-        [
-            (
-                "float32, offset −14 and then −13",
-                "at −14 both agree; at −13 the largest e^s "
-                "overflows and the naive weights turn into NaN and zeros.",
-            ),
-            (
-                "Pick float16",
-                "the safe band is about −16.6 to 11.1: try offset −95 (fine) "
-                "and −120 (every e^s underflows to 0, and 0 ÷ 0 is NaN).",
-            ),
-            (
-                "Pick bfloat16 and offset 700",
-                "the scores cannot even be stored apart: bfloat16 keeps only 8 significant bits.",
-            ),
-        ]
-    )
+    ui.try_this(stability_tries())
     ui.explain(
         "How the stable version works",
         "Subtract the largest score before exp: by shift invariance the weights are the same, "
@@ -382,16 +468,7 @@ def run() -> None:
     )
 
     section_temperature(names, scores)
-    ui.try_this(
-        [
-            ("Drag τ down to 0.05", "one bar takes nearly all the weight; entropy nears 0."),
-            ("Drag τ up to 20", "the bars level out; entropy approaches ln T."),
-            (
-                "Type 1.7 into k 1 of t3 (t2 and t3 now tie), then drag τ to 0.05",
-                "entropy stops at ln 2 = 0.693, not 0: the argmax limit splits between the tie.",
-            ),
-        ]
-    )
+    ui.try_this(tries["temperature"])
 
     section_dropout()
     ui.try_this(

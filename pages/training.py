@@ -6,11 +6,21 @@ import time
 from collections import OrderedDict
 
 import streamlit as st
+import torch
 
 import ui
-from attn_core import DEFAULT_LR, train_pair
-from attn_core.training import N_PROBE
+from attn_core import DEFAULT_LR, train_pair, two_key_gradient
+from attn_core.training import (
+    D_MODEL,
+    N_PAIRS,
+    N_PROBE,
+    N_SYMBOLS,
+    SATURATED,
+    head_sweep,
+    top_two_gap,
+)
 from figures import training as tf
+from figures.training import sci
 from ui.controls import log_values
 
 FILE = "pages/training.py"
@@ -18,9 +28,14 @@ AUTO = 0.0  # the lr slider's first stop, shown (and linked) as "auto": the opti
 LR_OPTIONS = [AUTO, *log_values(1e-4, 10.0)]
 UPDATE_S = 0.5  # live redraw interval while training (the issue asks for ≤ 0.5 s)
 OPT_NAMES = {"sgd": "SGD", "adam": "Adam"}
-STEPS = ("Train", "Rows", "Predict")
+STEPS = ("Train", "Rows", "Predict", "Heads")
 CURVES = ("loss_curves", "accuracy_curves", "attention_shape_curves", "gradient_curves")
 KEEP_FINISHED = 32  # finished pairs of runs kept on the server
+# the controls' defaults, in the order of the settings tuple (lr AUTO: the optimizer's own)
+DEFAULTS = dict(d_k=64, optimizer="sgd", lr=AUTO, steps=400, init_std=1.0, seed=0)
+CONTROL_KEYS = tuple(DEFAULTS)
+DEAD_J = 1e-6  # a row whose softmax Jacobian norm is at most this passes no usable gradient
+BIG_LEAD = 10.0  # a lead of the best score over the runner-up that counts as far out
 
 # Everything below is shared read-only across sessions (st.cache_resource: no copy, no
 # pickling on a hit). A rerun that only moves the learning rate or the step count then
@@ -137,12 +152,25 @@ def train_live(args: tuple, kw: dict, slots: dict, bar):
             draw_curves(slots, ra, rb, steps, next(tick), "live", last=step == steps)
             # redraw every UPDATE_S, but never spend more time drawing than training
             due = now + max(UPDATE_S, 2 * (time.monotonic() - now))
+        return job.should_stop()  # the server's per-job budget (ui.jobs)
 
+    st.session_state.pop("train_budget", None)
     try:
-        runs = train_pair(kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw)
+        # one heavy job at a time on the server: wait in line (the bar shows where), then train
+        with ui.jobs.slot(
+            "training", f"d_k {kw['d_k']}, {steps} steps", show=lambda s: bar.progress(0.0, text=s)
+        ) as job:
+            t0 = time.monotonic()  # the clock starts with the training, not in the queue
+            runs = train_pair(kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw)
+        if job.stopped:  # out of time: the runs stay this session's partial ones, not kept
+            st.session_state["train_budget"] = (args, job.stopped_text(runs[0].done, steps))
+            return None
         bar.progress(1.0, text=f"Both runs done in {time.monotonic() - t0:.1f} s")
         st.session_state.pop("train_partial_args", None)  # finished: nothing partial to show
         return keep(args, runs)
+    except ui.jobs.GaveUpError as e:  # waited in line past the server's cap
+        bar.warning(str(e), icon=":material/hourglass_disabled:")
+        return None
     finally:
         with b["lock"]:
             b["running"].pop(args, None)
@@ -198,7 +226,13 @@ def lab(args: tuple, kw: dict) -> None:
                 icon=":material/model_training:",
             )
         else:
-            if partial:
+            cut = st.session_state.get("train_budget")  # (args, why) of a run out of time
+            if partial and cut and cut[0] == args:
+                st.warning(
+                    f"{cut[1]} The curves show the run so far; fewer steps finish in time.",
+                    icon=":material/timer_off:",
+                )
+            elif partial:
                 st.warning(
                     f"Stopped at step {runs[0].done} of {kw['steps']}: the curves show the run "
                     "so far. Press **Run both** to train these settings from the start.",
@@ -242,14 +276,14 @@ def rows(args: tuple, kw: dict) -> None:
                 "The same picture after training appears here once both runs have ended "
                 "(press **Run both** in the Train step)."
             )
-    ui.explain("Back to the two-key curve on the √d_k page", EXPLAIN_TWO_KEY)
+    ui.explain("Back to the two-key curve on the √d_k page", two_key_text(kw, a0, b0))
 
 
 LOSS_BAND = 0.02  # within 2 % of ln(n_symbols) counts as "guessing"
 LOSS_CHOICES = (
     "below guessing: the peaked rows already find some answers",
-    "within 2 % of guessing",
-    "more than 2 % above guessing",
+    f"within {100 * LOSS_BAND:g} % of guessing",
+    f"more than {100 * LOSS_BAND:g} % above guessing",
 )
 
 
@@ -258,20 +292,30 @@ def exercises(a0, b0, d_k: int, init_std: float, seed: int) -> None:
     inst = f"{d_k}-{init_std:g}-{seed}"
     setting = f"d_k = **{d_k}**, initial std **{init_std:g}**, seed **{seed}**"
     spread = math.sqrt(d_k) * init_std**2  # std of a raw score q·k
+    slack = 1 / SATURATED - 1  # what the rivals' weights may add up to, relative to the top
+    rivals = b0.n_pairs - 1
+    rest = (
+        "The other rows still pass gradient, and because W_q and W_k are shared, they keep the "
+        "whole model learning."
+        if b0.saturated[0] < 0.9
+        else "Nearly every row starts saturated here: this is the lesson's limit."
+    )
     c1, c2 = st.columns(2)
     with c1:
         ui.predict_number(
             f"train-sat-{inst}",
             f"Before any training ({setting}): in what percentage of the **unscaled** model's "
-            "attention rows does a single key already hold more than 99 % of the weight?",
+            f"attention rows does a single key already hold more than {SATURATED:.0%} of the "
+            "weight?",
             100 * b0.saturated[0],
             f"A raw score q·k sums d_k products of two numbers of size about {init_std:g}, so "
             f"its spread is about √d_k · {init_std:g}² = {spread:.3g} here, against "
-            f"{init_std**2:.3g} once divided by √d_k. To pass 0.99 a row's top score must beat "
-            "every rival by roughly five or more (e⁻⁵ ≈ 0.007 each), and among 16 keys only "
-            "some rows are lucky enough to get such a lead. So the share grows with d_k and "
-            "with the initial std, but it is rarely all of them: the other rows still pass "
-            "gradient, and because W_q and W_k are shared, they keep the whole model learning. "
+            f"{init_std**2:.3g} once divided by √d_k. A row's largest weight passes {SATURATED:g} "
+            f"only when e^(s_j − s_max) summed over its rivals stays below 1/{SATURATED:g} − 1 ≈ "
+            f"{slack:.3g}: a lead of at least ln(1/{slack:.3g}) ≈ {math.log(1 / slack):.2g} "
+            f"over every rival, and ln({rivals}/{slack:.3g}) ≈ {math.log(rivals / slack):.2g} if "
+            f"all {rivals} rivals sat at the same distance. So the share grows with d_k and with "
+            f"the initial std; here it is {b0.saturated[0]:.0%}. {rest} "
             "The lesson's flat loss needs *every* row to start saturated — try an initial std "
             f"of 3. (Scaled model, same start: {a0.saturated[0]:.0%}.)",
             rel_tol=0.25, abs_tol=5.0, fmt="{:.0f} %", lo=0.0, hi=100.0,
@@ -329,96 +373,373 @@ def controls() -> tuple[tuple, dict]:
         c1, c2, c3 = st.columns(3, gap="large")
         with c1:
             d_k = ui.pow2_slider(
-                "d_k", "d_k — width of each query and key", 4, 512, 64,
+                "d_k", "d_k — width of each query and key", 4, 512, DEFAULTS["d_k"],
                 help="The lesson's story is about d_k = 64; try 8 and 256 too.",
             )  # fmt: skip
             # plain option names: the URL carries what the radio shows (sgd, adam)
-            optimizer = ui.radio("optimizer", "Optimizer", ["sgd", "adam"], "sgd")
+            optimizer = ui.radio("optimizer", "Optimizer", ["sgd", "adam"], DEFAULTS["optimizer"])
         with c2:
+            auto = ", ".join(f"{OPT_NAMES[o]} {lr:g}" for o, lr in DEFAULT_LR.items())
             lr = ui.select_slider(
-                "lr", "Learning rate", LR_OPTIONS, AUTO, fmt=_lr_label,
-                help="auto = the usual value for the optimizer (SGD 0.5, Adam 0.01).",
-                expected="auto or a value from 0.0001 to 10 on the slider's scale",
+                "lr", "Learning rate", LR_OPTIONS, DEFAULTS["lr"], fmt=_lr_label,
+                help=f"auto = the usual value for the optimizer ({auto}).",
+                expected=f"auto or a value from {LR_OPTIONS[1]:g} to {LR_OPTIONS[-1]:g} on the "
+                "slider's scale",
             )  # fmt: skip
-            steps = ui.slider("steps", "Training steps", 50, 2000, 400, step=50)
+            steps = ui.slider("steps", "Training steps", 50, 2000, DEFAULTS["steps"], step=50)
         with c3:
             init_std = ui.log_slider(
-                "init_std", "Initial std of q and k components", 0.1, 4.0, 1.0,
+                "init_std", "Initial std of q and k components", 0.1, 4.0, DEFAULTS["init_std"],
                 help="1 is what LayerNorm and a standard init give: the derivation's premise.",
             )  # fmt: skip
-            seed = ui.number("seed", "Random seed", 0, 10_000, 0)
+            seed = ui.number("seed", "Random seed", 0, 10_000, DEFAULTS["seed"])
     lr_value = DEFAULT_LR[optimizer] if lr == AUTO else float(lr)
     kw = dict(d_k=d_k, optimizer=optimizer, lr=lr_value, steps=steps, init_std=init_std, seed=seed)
     return (*kw.values(), str(ui.device())), kw
 
 
-EXPLAIN_TWO_KEY = r"""
+def two_key_text(kw: dict, a0, b0) -> str:
+    """The two-key curve, then where this setting's probe rows sit on it (all measured)."""
+    d_k, std = kw["d_k"], kw["init_std"]
+    raw = a0.probe_scores_start.double()  # (N_PROBE, n_pairs) q·k, shared by both runs at step 0
+    lead = top_two_gap(raw)  # (N_PROBE,) best score minus the runner-up
+    med = float(lead.median())
+    g3, g24, g_med, g_big = two_key_gradient([3.0, 24.0, med, BIG_LEAD]).tolist()
+    eps = torch.finfo(torch.float32).eps
+    spread = math.sqrt(d_k) * std**2  # the derivation's standard deviation of q·k
+    j_s, j_u = a0.probe_jacobian_start.double(), b0.probe_jacobian_start.double()
+    dead_s, dead_u = (float((j <= DEAD_J).double().mean()) for j in (j_s, j_u))
+    big = float((lead >= BIG_LEAD).double().mean())
+    still = "still " if g_med >= 0.01 else "only "
+    after = std**2  # the scores' standard deviation once divided by √d_k
+    where = (
+        "where the two-key curve is still steep"
+        if after <= 1
+        else "which is still large: the division removes the √d_k, not a too-large initial std"
+    )
+    return f"""
 The √d_k page draws softmax over just two keys: as the gap between their scores grows, the
 weight on the losing key shrinks like e^(−gap) and so does the gradient α(1 − α). At a gap of
-3 it is about 0.045; at a gap of 24 it is about 3.8 × 10⁻¹¹, far below what float32 can add to
-a weight of order 1 (its epsilon is about 1.2 × 10⁻⁷).
+3 it is {sci(g3)}; at a gap of 24 it is {sci(g24)}, far below what float32 can add to a weight
+of order 1 (its epsilon is {sci(eps)}).
 
-With unit-variance q and k, a raw score q·k has standard deviation √d_k: 8 at d_k = 64. Over
-16 keys the best score often leads the runner-up by 10 or more, and some rows sit at the far
-end of the two-key curve. The histogram above is the same curve seen row by row: the scaled
-rows cluster around a Jacobian norm of a few tenths, the unscaled ones spread out to the left,
-with a tail of rows whose gradient is gone. Dividing by √d_k brings every score back to standard
-deviation 1, which is where the two-key curve is steep.
-"""
+Here q and k components start with standard deviation {std:g}, so a raw score q·k has standard
+deviation √d_k · {std:g}² = {spread:.3g} (measured over the {N_PROBE} probe rows:
+{float(raw.std()):.3g}). Over {raw.shape[-1]} keys the best raw score leads the runner-up by
+{med:.3g} in the median row, where the two-key gradient is {still}{sci(g_med)}; the lead is
+{BIG_LEAD:g} or more (gradient {sci(g_big)} or less) in {big:.1%} of the rows, and the
+largest lead of all is {float(lead.max()):.3g}. The unscaled softmax sees these leads as they
+are; the scaled one divides them by √d_k = {math.sqrt(d_k):.3g}.
 
-EXPLAIN_HONEST = r"""
-**Where it agrees.** At the defaults (d_k = 64, SGD, seed 0) the unscaled rows start far more
-peaked — mean largest weight about 0.84 against 0.23 — and about a fifth of them are already
-above 0.99. The scaled run solves the task within about 100 steps; the unscaled run ends with a
-loss roughly a hundred times higher over its last 50 steps, and that gap is what the curves
-above measure.
-
-**Where it does not.** The loss does not flatline from step one. Two reasons, both visible here:
-
-- *Most rows are not saturated yet.* With 16 keys at d_k = 64 only some rows start one-hot.
-  The others still pass gradient, and W_q and W_k are shared by every row, so those rows keep
-  the weights learning for all of them. The total gradient reaching W_q and W_k at step 0 is even
-  *larger* without the scaling (about 2.8 against 0.36), because nothing divides it by √d_k.
-- *The unscaled run takes much bigger steps.* Without the division, one SGD step changes the
-  scores about d_k times more than with it, so the same learning rate is far too large for the
-  unscaled model: it overshoots, its rows snap to one-hot (nearly all are above 0.99 by the
-  end) and its loss jumps about. This is the early instability the Q&A reader saw at head
-  dimension 128 — and why at small d_k they saw little difference: √8 or √4 is a mild factor.
-
-The lesson's "flat to four decimal places" is the limit where *every* row starts saturated.
-Set the initial std to 3 and about two thirds of the unscaled rows start with no gradient at
-all: its loss stays near chance for the first 50 steps or so, and ends far above the scaled run's.
-"""
-
-EXPLAIN_ADAM = r"""
-Adam divides each parameter's gradient by a running estimate of its own typical size, so a
-gradient a thousand times too small still produces a step of roughly the usual size. That
-undoes part of what the missing √d_k did to the gradient's *scale*. It does not undo the
-*shape* problem — saturated rows still send back almost nothing, and the scores are still
-√d_k times too large — so the unscaled Adam run lags at first (at the defaults it is still
-around 2.5 at step 50, when the scaled run has already solved the task) and then partly
-recovers. The √d_k fixes the cause; Adam only compensates for one of its symptoms.
+The histogram above is the same curve seen row by row: the median row's Jacobian norm is
+{sci(float(j_s.median()))} scaled and {sci(float(j_u.median()))} unscaled, and
+{dead_u:.0%} of the unscaled rows (scaled: {dead_s:.0%}) start at or below {sci(DEAD_J)}, with
+no usable gradient. Dividing by √d_k brings the scores' standard deviation from {spread:.3g} back
+to {std:g}² = {after:.3g}, {where}.
 """
 
 
-TRY_THIS = [
-    (
-        "Compare d_k = 8 with d_k = 256",
-        "at 8 only about 2 % of the unscaled rows start above 0.99, at 256 over half do. "
-        "The unscaled run still ends worse at 8, because its steps are too big — set the "
-        "learning rate to 0.1 and the two runs end level.",
-    ),
-    (
-        "Switch SGD to Adam",
-        "at step 50 the unscaled loss is still about 2.5 while the scaled run is already "
-        "near 0; then it catches up most of the way.",
-    ),
-    (
-        "Set the initial std to 0.1",
-        "every row starts almost uniform in both runs and both learn: the trouble is the "
-        "size of the scores, which √d_k controls, not the division as such.",
-    ),
-]
+def _times(x: float) -> str:
+    """A ratio for a sentence: 3 significant digits, 1,600 rather than 1.6e+03."""
+    return f"{float(f'{x:.3g}'):,.0f}" if x >= 1000 else f"{x:.3g}"
+
+
+def _lead(ratio: float) -> str:
+    """A loss ratio (unscaled / scaled) in words, with its number unless the two are level."""
+    if ratio >= 1.5:
+        return f"{_times(ratio)} times the scaled run's"
+    if ratio <= 1 / 1.5:
+        return f"{ratio:.2g} times the scaled run's: lower"
+    return "level with the scaled run's"
+
+
+def _first(xs: list[float], at_least: float) -> int | None:
+    """The first recorded step whose value reaches `at_least`, or None."""
+    return next((i for i, x in enumerate(xs) if x >= at_least), None)
+
+
+def _step(i: int | None, steps: int) -> str:
+    return f"step {i}" if i is not None else f"never within {steps} steps"
+
+
+# The story's runs: fixed settings (the page's defaults and a few changes), in the order of the
+# settings tuple, so a class pressing Run both on one of them and the Measure button share runs.
+REF_BASE = dict(DEFAULTS, lr=DEFAULT_LR[DEFAULTS["optimizer"]])
+REFS = {
+    "default": REF_BASE,
+    "small": dict(REF_BASE, d_k=8),
+    "small_slow": dict(REF_BASE, d_k=8, lr=0.1),
+    "hot": dict(REF_BASE, init_std=3.0),
+    "cold": dict(REF_BASE, init_std=0.1),
+    "adam": dict(REF_BASE, optimizer="adam", lr=DEFAULT_LR["adam"]),
+}
+
+
+def ref_args(kw: dict) -> tuple:
+    return (*kw.values(), str(ui.device()))
+
+
+def references() -> dict:
+    """The story's finished runs on this server (None where nobody has trained them yet)."""
+    return {name: lookup(ref_args(kw)) for name, kw in REFS.items()}
+
+
+def measure(names: list[str], bar) -> None:
+    """Train the story's missing runs quietly (no live charts) and keep them for everyone."""
+    total = sum(REFS[n]["steps"] for n in names)
+    done, due, t0, kept = 0, 0.0, time.monotonic(), 0
+    try:  # one heavy job at a time on the server (ui.jobs): wait in line, then train
+        with ui.jobs.slot(
+            "story", f"{len(names)} pairs", show=lambda s: bar.progress(0.0, text=s)
+        ) as job:
+            t0 = time.monotonic()
+            for name in names:
+                kw = dict(REFS[name])
+                what = f"Measuring {_setting(kw)}"
+
+                def on_step(step, ra, rb, what=what, done=done):
+                    nonlocal due
+                    if (now := time.monotonic()) >= due:
+                        bar.progress((done + step) / total, text=f"{what} · {now - t0:.1f} s")
+                        due = now + UPDATE_S
+                    return job.should_stop()
+
+                runs = train_pair(kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw)
+                if job.stopped:  # out of time: this pair is unfinished, so it is not kept
+                    break
+                keep(ref_args(REFS[name]), runs)
+                done, kept = done + REFS[name]["steps"], kept + 1
+    except ui.jobs.GaveUpError as e:
+        bar.warning(str(e), icon=":material/hourglass_disabled:")
+        return
+    if job.stopped:
+        bar.warning(
+            job.stopped_text(kept, len(names), "pairs of runs")
+            + " The finished pairs are kept: press again to train the rest.",
+            icon=":material/timer_off:",
+        )
+        return
+    bar.progress(1.0, text=f"Measured in {time.monotonic() - t0:.1f} s")
+
+
+def _setting(kw: dict) -> str:
+    return (
+        f"d_k = {kw['d_k']}, {OPT_NAMES[kw['optimizer']]} at lr {kw['lr']:g}, initial std "
+        f"{kw['init_std']:g}, {kw['steps']} steps, seed {kw['seed']}"
+    )
+
+
+PRESS = "**Measure the story** (above) adds how the runs end."
+
+
+def try_items(refs: dict) -> list[tuple[str, str]]:
+    """Three experiments; first-batch numbers always, the ends once the story is measured."""
+    base = REF_BASE
+    start = {name: step0(REFS[name]["d_k"], REFS[name]["init_std"], base["seed"]) for name in REFS}
+    _, b8 = start["small"]
+    _, b256 = step0(256, base["init_std"], base["seed"])
+    a_c, b_c = start["cold"]
+    n = a_c.n_pairs
+    small = (
+        f"at {REFS['small']['d_k']}, {b8.saturated[0]:.0%} of the unscaled rows start above "
+        f"{SATURATED:g}; at 256, {b256.saturated[0]:.0%} do (first batch, initial std "
+        f"{base['init_std']:g}, seed {base['seed']})."
+    )
+    if refs["small"] and refs["small_slow"]:
+        (s, u), (s2, u2) = refs["small"], refs["small_slow"]
+        small += (
+            f" At {REFS['small']['d_k']} and lr {REFS['small']['lr']:g} the unscaled run's "
+            f"final loss is still {_lead(u.tail_loss() / s.tail_loss())} — its steps are too "
+            f"big; at lr {REFS['small_slow']['lr']:g} it is "
+            f"{_lead(u2.tail_loss() / s2.tail_loss())} ({u2.tail_loss():.2g} against "
+            f"{s2.tail_loss():.2g})."
+        )
+    else:
+        small += " " + PRESS
+    if refs["adam"]:
+        s, u = refs["adam"]
+        adam = (
+            f"at step 50 the unscaled loss is still {u.loss[49]:.2g} while the scaled run's is "
+            f"{s.loss[49]:.2g}; over the last 50 steps the unscaled loss is "
+            f"{_lead(u.tail_loss() / s.tail_loss())} (at step 50: "
+            f"{_times(u.loss[49] / s.loss[49])} times)."
+        )
+    else:
+        adam = "watch how far the unscaled run lags in the first steps. " + PRESS
+    cold = (
+        f"both runs start almost flat: the largest weight in a row averages "
+        f"{b_c.max_weight[0]:.2f} unscaled and {a_c.max_weight[0]:.2f} scaled (flat: 1/{n} = "
+        f"{1 / n:.2g})."
+    )
+    if refs["cold"]:
+        s, u = refs["cold"]
+        ks, ku = _first(s.accuracy, 0.99), _first(u.accuracy, 0.99)
+        cold += (
+            f" Both learn: final losses {u.tail_loss():.2g} unscaled and {s.tail_loss():.2g} "
+            f"scaled; 99 % batch accuracy at {_step(ku, u.steps)} unscaled and "
+            f"{_step(ks, s.steps)} scaled. The trouble is the size of the scores, which √d_k "
+            "controls, not the division as such."
+        )
+    else:
+        cold += " " + PRESS
+    return [
+        (f"Compare d_k = {REFS['small']['d_k']} with d_k = 256", small),
+        ("Switch SGD to Adam", adam),
+        (f"Set the initial std to {REFS['cold']['init_std']:g}", cold),
+    ]
+
+
+def honest_text(refs: dict) -> str:
+    """Where the toy agrees with the lesson's story and where not, every number measured."""
+    base = REF_BASE
+    a0, b0 = step0(base["d_k"], base["init_std"], base["seed"])
+    _, h0 = step0(REFS["hot"]["d_k"], REFS["hot"]["init_std"], base["seed"])
+    d_k = base["d_k"]
+    out = [
+        f"**Where it agrees.** At the page's defaults ({_setting(base)}) the unscaled rows "
+        f"start far more peaked — mean largest weight {b0.max_weight[0]:.2f} against "
+        f"{a0.max_weight[0]:.2f} — and {b0.saturated[0]:.0%} of them are already above "
+        f"{SATURATED:g} (scaled: {a0.saturated[0]:.0%})."
+    ]
+    if refs["default"]:
+        s, u = refs["default"]
+        out[0] += (
+            f" The scaled run first answers 99 % of a batch right at "
+            f"{_step(_first(s.accuracy, 0.99), s.steps)}; over the last 50 steps the unscaled "
+            f"run's loss is {_lead(u.tail_loss() / s.tail_loss())} ({u.tail_loss():.2g} "
+            f"against {s.tail_loss():.2g}). Its *accuracy* tells a milder story: "
+            f"{u.tail_accuracy():.1%} of its last 50 batches right, against "
+            f"{s.tail_accuracy():.1%}. "
+            + (
+                "It learned the task; its loss is higher because its confident mistakes cost a "
+                "lot, and it jumps about."
+                if u.tail_accuracy() >= 0.9
+                else f"It has not learned the task in {u.steps} steps."
+            )
+        )
+    else:
+        out[0] += " " + PRESS
+    ratio0 = b0.qk_grad_norm[0] / a0.qk_grad_norm[0]
+    out.append(
+        "**Where it does not.** The loss does not flatline from step one. Two reasons, both "
+        "visible here:"
+    )
+    out.append(
+        f"- *Most rows are not saturated yet.* With {b0.n_pairs} keys at d_k = {d_k}, "
+        f"{1 - b0.saturated[0]:.0%} of the unscaled rows start below {SATURATED:g}. They still "
+        "pass gradient, and W_q and W_k are shared by every row, so those rows keep the weights "
+        "learning for all of them. The total gradient reaching W_q and W_k at step 0 is "
+        f"{ratio0:.3g} times the scaled run's ({b0.qk_grad_norm[0]:.2g} against "
+        f"{a0.qk_grad_norm[0]:.2g}), because nothing divides it by √d_k."
+    )
+    steps_text = (
+        f"- *The unscaled run takes much bigger steps.* Without the division, one SGD step "
+        f"changes the scores about d_k = {d_k} times more than with it (√d_k from the larger "
+        "gradient, √d_k again from the larger scores), so the same learning rate is far too "
+        "large for the unscaled model"
+    )
+    if refs["default"]:
+        s, u = refs["default"]
+        u50, s50 = u.loss[-50:], s.loss[-50:]
+        steps_text += (
+            f": it overshoots, its rows snap to one-hot ({u.saturated[-1]:.0%} above "
+            f"{SATURATED:g} at the end) and its loss jumps about (from {min(u50):.2g} to "
+            f"{max(u50):.2g} over the last 50 steps, against {min(s50):.2g} to {max(s50):.2g} "
+            "for the scaled run). That matches the early instability a Q&A reader reported at "
+            "head dimension 128."
+        )
+    else:
+        steps_text += ". " + PRESS
+    if refs["small"] and refs["small_slow"]:
+        (s, u), (s2, u2) = refs["small"], refs["small_slow"]
+        steps_text += (
+            " The same reader saw little difference at small d_k. Here that holds only with a "
+            f"gentler learning rate: at d_k = {REFS['small']['d_k']} and lr "
+            f"{REFS['small']['lr']:g} the unscaled run's final loss is still "
+            f"{_lead(u.tail_loss() / s.tail_loss())} ({u.tail_loss():.2g} against "
+            f"{s.tail_loss():.2g}); at lr {REFS['small_slow']['lr']:g} it is "
+            f"{_lead(u2.tail_loss() / s2.tail_loss())} ({u2.tail_loss():.2g} against "
+            f"{s2.tail_loss():.2g}). √{REFS['small']['d_k']} is a milder factor than √{d_k}, "
+            "but not mild enough for a learning rate tuned to the scaled model."
+        )
+    out.append(steps_text)
+    j, w = h0.probe_jacobian_start.double(), h0.probe_start  # (N_PROBE,), (N_PROBE, n_pairs)
+    whole = float((w.amax(-1) == 1.0).double().mean())  # the winner's weight rounds to 1
+    one_hot = float((w.topk(2, dim=-1).values[:, 1] == 0).double().mean())  # the rest are 0
+    zero = float((j == 0).double().mean())  # as the float32 weights give it
+    hot = (
+        "The lesson's “flat to four decimal places” is the limit where *every* row starts "
+        f"saturated. Set the initial std to {REFS['hot']['init_std']:g} and "
+        f"{float((j <= DEAD_J).double().mean()):.0%} of the unscaled probe rows start with a "
+        f"Jacobian norm at or below {sci(DEAD_J)}: no usable gradient. Exactly none is rarer: "
+        f"the norm computed from the float32 weights is exactly 0 in {zero:.0%} of the rows "
+        f"(the largest weight rounds to exactly 1 in {whole:.0%}, its rivals' tiny weights still "
+        f"count), and only {one_hot:.0%} are exactly one-hot, every other weight exactly 0, so "
+        "that their Jacobian is 0 in exact arithmetic too."
+    )
+    if refs["hot"]:
+        s, u = refs["hot"]
+        chance = u.chance
+        hot += (
+            " The unscaled loss first drops below 90 % of chance at "
+            f"{_step(_first([-x / chance for x in u.loss], -0.9), u.steps)} (the scaled run's "
+            f"at {_step(_first([-x / chance for x in s.loss], -0.9), s.steps)}: with q and k "
+            "this large its scores, even divided by √d_k, start with standard deviation "
+            f"{REFS['hot']['init_std'] ** 2:g}), and over the last 50 steps it is "
+            f"{_lead(u.tail_loss() / s.tail_loss())}."
+        )
+    else:
+        hot += " " + PRESS
+    out.append(hot)
+    return "\n\n".join(out)
+
+
+def adam_text(refs: dict) -> str:
+    text = (
+        "Adam divides each parameter's gradient by a running estimate of its own typical size, "
+        "so a gradient many times too small or too large still produces a step of about the "
+        "usual size. That undoes part of what the missing √d_k did to the gradient's *scale*. "
+        "It does not undo the *shape* problem — saturated rows still send back almost nothing, "
+        "and the scores are still √d_k times too large"
+    )
+    if refs["adam"]:
+        s, u = refs["adam"]
+        text += (
+            f". With Adam at the defaults ({_setting(REFS['adam'])}) the unscaled loss at step "
+            f"50 is {u.loss[49]:.2g}, when the scaled run's is {s.loss[49]:.2g} (it answers "
+            f"{s.accuracy[49]:.0%} of that batch right); over the last 50 steps the unscaled "
+            f"loss is {u.tail_loss():.2g}, {_lead(u.tail_loss() / s.tail_loss())} "
+            f"({s.tail_loss():.2g})."
+        )
+    else:
+        text += ". " + PRESS
+    return text + " The √d_k fixes the cause; Adam only compensates for one of its symptoms."
+
+
+def story(kw: dict) -> None:
+    """Try this and the two explanations, measured from the story's fixed-setting runs."""
+    refs = references()
+    missing = [name for name, runs in refs.items() if runs is None]
+    if missing:
+        box = st.empty()  # the button and its note go once the story is measured
+        left, right = box.container().columns([1, 3], vertical_alignment="center")
+        pressed = left.button("Measure the story", icon=":material/science:", key="measure")
+        steps = 2 * sum(REFS[n]["steps"] for n in missing)
+        right.caption(
+            f"The boxes below quote runs at fixed settings. {len(missing)} of their "
+            f"{len(REFS)} pairs of runs are not on this server yet: the button trains them "
+            f"({steps} training steps in all) and keeps them for everyone."
+        )
+        if pressed:
+            measure(missing, st.progress(0.0, text="Starting…"))
+            refs = references()
+            box.empty()
+    ui.try_this(try_items(refs))
+    ui.explain(
+        "Where this toy agrees with the lesson's story — and where it does not",
+        honest_text(refs),
+    )
+    ui.explain("Why Adam partly rescues the unscaled run", adam_text(refs))
 
 
 def predict(kw: dict) -> None:
@@ -435,19 +756,196 @@ def predict(kw: dict) -> None:
         st.info("The first training step already diverged here, so there is nothing to ask.")
 
 
+SWEEP_D_KS = (8, 16, 32, 64)  # head widths compared; h = d_model / d_k heads
+SWEEP_D_MODELS = (D_MODEL, 2 * D_MODEL)
+# At most this many steps per head count, so the four runs stay near ten seconds on a
+# 2-core CPU with one torch thread (d_model 128 costs about 2.5 times d_model 64 per step).
+SWEEP_MAX_STEPS = {D_MODEL: 1000, 2 * D_MODEL: 400}
+SMALL_D_K = 32  # the lesson: "d_k below about 32 starts to hurt"
+KEEP_SWEEPS = 8
+
+
+@st.cache_resource
+def sweep_store() -> dict:
+    """Finished head-width sweeps on this server: settings -> list of runs, oldest dropped."""
+    return {"lock": threading.Lock(), "done": OrderedDict()}
+
+
+def sweep_lookup(key: tuple):
+    store = sweep_store()
+    with store["lock"]:
+        return store["done"].get(key)
+
+
+def sweep_keep(key: tuple, runs: list) -> list:
+    store = sweep_store()
+    with store["lock"]:
+        store["done"][key] = runs
+        while len(store["done"]) > KEEP_SWEEPS:
+            store["done"].popitem(last=False)
+    return runs
+
+
+def train_sweep(key: tuple, d_model: int, kw: dict, bar):
+    """Train every head count (quietly, with a progress bar); None if it was stopped."""
+    total, due, t0 = len(SWEEP_D_KS) * kw["steps"], 0.0, time.monotonic()
+
+    def on_step(i, step, run):
+        nonlocal due
+        if (now := time.monotonic()) >= due:
+            bar.progress(
+                (i * kw["steps"] + step) / total,
+                text=f"d_k = {run.d_k} ({run.heads} heads): step {step} of {kw['steps']} · "
+                f"{now - t0:.1f} s",
+            )
+            due = now + UPDATE_S
+        return job.should_stop()  # the server's per-job budget (ui.jobs)
+
+    try:  # one heavy job at a time on the server: wait in line, then train
+        with ui.jobs.slot(
+            "head sweep", f"d_model {d_model}", show=lambda s: bar.progress(0.0, text=s)
+        ) as job:
+            t0 = time.monotonic()
+            runs = head_sweep(d_model, SWEEP_D_KS, on_step=on_step, device=ui.device(), **kw)
+    except ui.jobs.GaveUpError as e:
+        bar.warning(str(e), icon=":material/hourglass_disabled:")
+        return None
+    if job.stopped:  # out of time: an unfinished sweep is not kept
+        done = sum(r.done for r in runs)
+        bar.warning(job.stopped_text(done, total), icon=":material/timer_off:")
+        return None
+    bar.progress(1.0, text=f"{len(runs)} head counts trained in {time.monotonic() - t0:.1f} s")
+    return sweep_keep(key, runs)
+
+
+def sweep_table(runs: list) -> str:
+    rows = [
+        "| d_k | heads h | final loss | final accuracy | first batch ≥ 90 % right |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        rows.append(
+            f"| {r.d_k} | {r.heads} | {r.tail_loss():.3g} | {r.tail_accuracy():.1%} | "
+            f"{_step(_first(r.accuracy, 0.9), r.steps)} |"
+        )
+    return "\n".join(rows)
+
+
+def sweep_verdict(runs: list) -> str:
+    """What the sweep shows about d_k below SMALL_D_K, in measured numbers."""
+    diverged = [r for r in runs if r.stopped == "nan"]
+    if diverged:
+        names = ", ".join(f"d_k = {r.d_k}" for r in diverged)
+        return (
+            f"**No verdict:** the run at {names} diverged (its loss blew up), so this learning "
+            "rate compares nothing. Lower it."
+        )
+    small = min(runs, key=lambda r: r.d_k)
+    wide = [r for r in runs if r.d_k >= SMALL_D_K]
+    best = min(wide, key=lambda r: r.tail_loss())
+    acc_gap = best.tail_accuracy() - small.tail_accuracy()
+    ratio = small.tail_loss() / best.tail_loss()
+    k_small, k_best = _first(small.accuracy, 0.9), _first(best.accuracy, 0.9)
+    speed = (
+        f"d_k = {small.d_k} first answers 90 % of a batch right at "
+        f"{_step(k_small, small.steps)}, d_k = {best.d_k} at {_step(k_best, best.steps)}"
+    )
+    figures = (
+        f"d_k = {small.d_k} ends at {small.tail_accuracy():.1%} accuracy and loss "
+        f"{small.tail_loss():.3g} over its last 50 steps, d_k = {best.d_k} (the best of "
+        f"d_k ≥ {SMALL_D_K}) at {best.tail_accuracy():.1%} and {best.tail_loss():.3g}"
+    )
+    slower = k_best is not None and (k_small is None or k_small >= 1.5 * k_best)
+    if acc_gap > 0.02:
+        return (
+            f"**At these settings small d_k hurts the answer:** {figures}; {speed}. With more "
+            "steps the small heads may still catch up — the step count is part of the verdict."
+        )
+    if slower or ratio >= 2:
+        return (
+            f"**At these settings small d_k costs speed, not the answer:** {figures} (a loss "
+            f"{ratio:.2g} times as large); {speed}."
+        )
+    return f"**At these settings small d_k does not hurt:** {figures}; {speed}."
+
+
+def heads(kw: dict) -> None:
+    """The lesson's 'd_k below about 32 hurts', tested on this task at a fixed d_model."""
+    st.subheader(f"Head width: does d_k below {SMALL_D_K} hurt?")
+    d_model = ui.radio(
+        "d_model", "d_model — fixed; it is cut into h = d_model / d_k heads", SWEEP_D_MODELS,
+        D_MODEL, help="The width of the embeddings and of the value path, shared by all heads.",
+    )  # fmt: skip
+    ui.show_notes(keys=("d_model",))
+    steps = min(kw["steps"], SWEEP_MAX_STEPS[d_model])
+    sweep_kw = dict(
+        optimizer=kw["optimizer"], lr=kw["lr"], steps=steps, init_std=kw["init_std"],
+        seed=kw["seed"],
+    )  # fmt: skip
+    capped = (
+        f" (the step slider says {kw['steps']}; the sweep stops at {steps} at d_model = "
+        f"{d_model} to keep its {len(SWEEP_D_KS)} runs short)"
+        if steps < kw["steps"]
+        else ""
+    )
+    widths = ", ".join(str(d) for d in SWEEP_D_KS)
+    st.markdown(
+        f"The lesson says that d_k below about {SMALL_D_K} starts to hurt, because each head "
+        "has too little room for a useful similarity function. Test it on this lookup: the "
+        f"usual scaled model (÷√d_k) at d_model = {d_model}, cut into h = d_model / d_k heads "
+        f"of width d_k = {widths}. W_q and W_k are d_model × d_model whatever h is, so every "
+        "head count starts from the same weights and sees the same batches, at the optimizer, "
+        f"learning rate, initial std and seed set above; each trains {steps} steps{capped}. "
+        "The d_k slider above plays no part here."
+    )
+    key = (d_model, *sweep_kw.values(), str(ui.device()))
+    runs = sweep_lookup(key)
+    pressed = st.button(
+        f"Train the {len(SWEEP_D_KS)} head counts", type="primary", key="sweep",
+        icon=":material/play_arrow:",
+        disabled=runs is not None, help="Finished sweeps are kept on the server.",
+    )  # fmt: skip
+    if runs is None and pressed:
+        runs = train_sweep(key, d_model, sweep_kw, st.progress(0.0, text="Starting…"))
+    if runs is None:
+        st.info(
+            f"Press **Train the {len(SWEEP_D_KS)} head counts** to train them one after the "
+            f"other ({len(SWEEP_D_KS) * steps} training steps in all).",
+            icon=":material/model_training:",
+        )
+        return
+    ui.show(tf.head_sweep_curves(runs, steps=steps))
+    st.markdown(sweep_table(runs))
+    st.caption(
+        "Final loss and accuracy: means over each run's last 50 training batches (every batch "
+        "is fresh, so they are held-out numbers too)."
+    )
+    st.markdown(sweep_verdict(runs))
+    st.markdown(
+        "**What this measures.** The similarity this task needs is an exact match: a query "
+        f"must find the one key, among {runs[0].n_pairs}, that is the same symbol as itself. "
+        "The lesson's claim is about room: a head in a language model scores many kinds of "
+        "relation at once, and a single exact-match lookup cannot test that. What the sweep "
+        "does measure is how fast, and how well, each split of the same weights learns this "
+        "one lookup. And at a fixed d_model a smaller d_k also means more heads, each reading a "
+        "value only d_model / h wide: the sweep cannot tell those two apart."
+    )
+
+
 def run() -> None:
     ui.page_header(
         FILE,
         "The lesson opens with a model that stopped learning because one division by √d_k "
         "was missing. Rerun that experiment here in seconds. The task is a lookup: each example "
-        "lists 16 key→value pairs of symbols (out of 32), then repeats one key as the query; the "
-        "model must answer with that key's value. The query alone gives no hint, so without "
-        "attention the best loss is guessing, ln 32 ≈ 3.47. One attention layer learns it "
-        "**twice, together**: with the scores divided by √d_k and without, from the same "
-        "initial weights and on the same batches.",
+        f"lists {N_PAIRS} key→value pairs of symbols (out of {N_SYMBOLS}), then repeats one key "
+        "as the query; the model must answer with that key's value. The query alone gives no "
+        f"hint, so without attention the best loss is guessing, ln {N_SYMBOLS} ≈ "
+        f"{math.log(N_SYMBOLS):.3g}. One attention layer learns it **twice, together**: with "
+        "the scores divided by √d_k and without, from the same initial weights and on the same "
+        "batches.",
     )
     args, kw = controls()
-    ui.show_notes()
+    ui.show_notes(keys=CONTROL_KEYS)  # the Heads step shows its own control's note
     st.caption(
         f"Learning rate used: **{kw['lr']:g}** ({OPT_NAMES[kw['optimizer']]}). Finished runs are "
         "kept on the server, so a class pressing Run on the same settings trains once."
@@ -456,18 +954,16 @@ def run() -> None:
     with tabs[0]:
         if tabs[0].open:
             lab(args, kw)
-            ui.try_this(TRY_THIS)
-            ui.explain(
-                "Where this toy agrees with the lesson's story — and where it does not",
-                EXPLAIN_HONEST,
-            )
-            ui.explain("Why Adam partly rescues the unscaled run", EXPLAIN_ADAM)
+            story(kw)
     with tabs[1]:
         if tabs[1].open:
             rows(args, kw)
     with tabs[2]:
         if tabs[2].open:
             predict(kw)
+    with tabs[3]:
+        if tabs[3].open:
+            heads(kw)
     ui.prev_next(FILE)
 
 

@@ -1,18 +1,13 @@
 """Every page in a real browser: Debian's Chromium driven by Playwright against `streamlit run`.
 
 For each page of the lesson path: it loads, shows no exception box, draws its
-charts, and reruns after a slider is moved with the keyboard. The server is
-started once on 127.0.0.1 and stopped by its process id.
+charts, and reruns after a slider is moved with the keyboard. The server and Chromium
+are the session's shared fixtures (tests/conftest.py: `server_url`, `browser`).
 """
-
-import os
-from pathlib import Path
 
 import pytest
 
 from tests.support.browser import (
-    CHROMIUM,
-    chromium,
     open_page,
     plotly_count,
     rerun_latency_ms,
@@ -23,29 +18,12 @@ from ui.lesson import available
 
 pytestmark = pytest.mark.browser
 
-if not Path(CHROMIUM).exists():
-    if os.environ.get("REQUIRE_BROWSER"):
-        raise RuntimeError(f"REQUIRE_BROWSER is set but {CHROMIUM} is missing")
-    pytest.skip(f"{CHROMIUM} not installed", allow_module_level=True)
-
 EXCEPTION = '[data-testid="stException"]'
 
 
-@pytest.fixture(scope="module")
-def server():
-    with streamlit_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
-
-
 @pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
-def test_page_renders_charts_and_reruns_on_a_slider_key_press(server, browser, lesson):
-    page, errors = open_page(browser, f"{server}/{lesson.url_path}")
+def test_page_renders_charts_and_reruns_on_a_slider_key_press(server_url, browser, lesson):
+    page, errors = open_page(browser, f"{server_url}/{lesson.url_path}")
     try:
         assert page.locator("h1").first.inner_text().strip() == lesson.h1
         assert page.locator(EXCEPTION).count() == 0
@@ -63,8 +41,8 @@ def test_page_renders_charts_and_reruns_on_a_slider_key_press(server, browser, l
         page.context.close()
 
 
-def test_bad_url_value_shows_a_note_in_the_browser(server, browser):
-    page, _ = open_page(browser, f"{server}/?d_k=abc")
+def test_bad_url_value_shows_a_note_in_the_browser(server_url, browser):
+    page, _ = open_page(browser, f"{server_url}/?d_k=abc")
     try:
         alert = page.locator('[data-testid="stAlert"]').first
         alert.wait_for(timeout=30_000)
@@ -74,8 +52,8 @@ def test_bad_url_value_shows_a_note_in_the_browser(server, browser):
         page.context.close()
 
 
-def test_link_box_shows_the_link_and_its_copy_button_inside_the_sidebar(server, browser):
-    page, _ = open_page(browser, f"{server}/softmax?tau=2")
+def test_link_box_shows_the_link_and_its_copy_button_inside_the_sidebar(server_url, browser):
+    page, _ = open_page(browser, f"{server_url}/softmax?tau=2")
     try:
         sidebar = page.locator('[data-testid="stSidebar"]').bounding_box()
         frame = page.frame_locator('[data-testid="stSidebar"] iframe').first
@@ -96,8 +74,8 @@ def test_link_box_shows_the_link_and_its_copy_button_inside_the_sidebar(server, 
         page.context.close()
 
 
-def test_url_reproduces_a_view(server, browser):
-    page, _ = open_page(browser, f"{server}/?d_k=512&scaled=false")
+def test_url_reproduces_a_view(server_url, browser):
+    page, _ = open_page(browser, f"{server_url}/?d_k=512&scaled=false")
     try:
         title = page.locator('[data-testid="stPlotlyChart"] .gtitle').first
         title.wait_for(timeout=30_000)
@@ -138,15 +116,15 @@ _CONTROLS_JS = """
 """
 
 
-def test_tour_stays_on_localhost_and_every_control_is_reachable_by_keyboard(server, browser):
+def test_tour_stays_on_localhost_and_every_control_is_reachable_by_keyboard(server_url, browser):
     """Every request a full tour makes goes to 127.0.0.1 (works offline, no CDN), and Tab
     reaches every control (sidebar and main) of every page."""
-    page, errors = open_page(browser, server)
+    page, errors = open_page(browser, server_url)
     requests: list[str] = []
     page.context.on("request", lambda r: requests.append(r.url))
     try:
         for lesson in available():
-            page.goto(f"{server}/{lesson.url_path}")
+            page.goto(f"{server_url}/{lesson.url_path}")
             page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
             wait_idle(page)
             wanted = set(page.evaluate(_CONTROLS_JS))
@@ -162,7 +140,7 @@ def test_tour_stays_on_localhost_and_every_control_is_reachable_by_keyboard(serv
                     break
             assert wanted <= reached, (lesson.url_path, sorted(wanted - reached))
         hosts = {r.split("/")[2] for r in requests if r.startswith("http")}
-        assert hosts <= {server.split("/")[2]}, hosts
+        assert hosts <= {server_url.split("/")[2]}, hosts
         assert not [
             r
             for r in requests

@@ -18,9 +18,10 @@ from tests.support.apptest import (
 
 COST = "pages/cost.py"
 KEY = "step"  # the tabs' URL key
-STEPS = ["Compute", "Memory", "KV cache", "Sweep", "Walkthrough"]
-TITLES = {  # what each step draws before the sweep is run (title prefixes)
+STEPS = ["Compute", "Parallel", "Memory", "KV cache", "Sweep", "Walkthrough"]
+TITLES = {  # what each step draws before the sweep (or the timing) is run (title prefixes)
     "Compute": ["Compute per layer against sequence length (d_model = 512)"],
+    "Parallel": [],
     "Memory": ["Stored attention probabilities: batch 32 × 8 heads"],
     "KV cache": ["KV cache while generating"],
     "Sweep": [],
@@ -28,6 +29,7 @@ TITLES = {  # what each step draws before the sweep is run (title prefixes)
 }
 SIDEBAR = ["T", "batch", "d_model", "dtype", "gpu_gb", "heads", "kv_heads", "layers"]
 WALK = ["block", "causal", "tiles", "walk_T"]
+OWN = {"Walkthrough": WALK, "Parallel": ["width"]}  # controls that only their step shows
 
 
 def metrics(at) -> dict[str, str]:
@@ -58,13 +60,14 @@ def test_each_step_draws_only_its_own_charts():
         assert len(shown) == len(TITLES[label]), (label, shown)
         for want, got in zip(TITLES[label], shown, strict=True):
             assert got.startswith(want), (want, got)
-        # the sidebar is always there; the walkthrough's own controls only in its step
-        assert controls(at) == sorted(SIDEBAR + (WALK if label == "Walkthrough" else [])), label
+        # the sidebar is always there; a step's own controls only in that step
+        assert controls(at) == sorted(SIDEBAR + OWN.get(label, [])), label
         for spec in plotly_specs(at):  # every chart has axis titles
             assert spec["layout"]["xaxis"]["title"]["text"]
             assert spec["layout"]["yaxis"]["title"]["text"]
     assert len(all_specs(runs)) == 4  # compute, probabilities, KV cache, walkthrough
-    assert any("Run the sweep" in i.value for i in runs[3].info)  # nothing measured until asked
+    assert any("Run the sweep" in i.value for i in runs[4].info)  # nothing measured until asked
+    assert any("Time both" in i.value for i in runs[1].info)
     for at in runs:
         assert "Try this" in " ".join(md.value for md in at.markdown)
 
@@ -164,7 +167,7 @@ def test_extreme_settings_stay_finite_and_cap_the_sweep():
         T="131072", batch="1024", layers="128", heads="64", d_model="8192", dtype="float32",
         gpu_gb="8",
     )  # fmt: skip
-    runs = run_steps(COST, STEPS[:4], key=KEY, **extreme)
+    runs = run_steps(COST, ["Compute", "Memory", "KV cache", "Sweep"], key=KEY, **extreme)
     for at in runs:
         no_exception(at)
     m = metrics(runs[1])
@@ -257,3 +260,87 @@ def test_presenter_mode_keeps_the_controls_on_the_page():
     no_exception(at)
     assert at.select_slider(key="T").value == 2048
     assert metrics(at)["Probabilities, one layer"] == "2 GiB"
+
+
+# ------------------------------------------------------------------------ parallel vs recurrent
+
+
+def table_rows(md: str) -> list[list[str]]:
+    """The body rows of the first markdown table in md, cells stripped."""
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:]]
+
+
+def test_parallel_step_times_on_the_button_and_its_sentence_matches_its_table():
+    at = step("Parallel", width="16")
+    no_exception(at)
+    assert not warnings(at) and not titles(at)  # nothing timed until asked
+    assert any("Time both" in i.value and "d = 16" in i.value for i in at.info)
+    next(b for b in at.button if b.label == "Time both").click().run()
+    no_exception(at)
+    md = [m.value for m in at.markdown]
+    table = next(m for m in md if m.startswith("| T | dependent steps"))
+    summary = next(m for m in md if "dependent steps**" in m)
+    rows = table_rows(table)
+    Ts = [int(r[0].replace(",", "")) for r in rows]
+    assert Ts == list(attn_core.measure.PARALLEL_TS)
+    for T, r in zip(Ts, rows, strict=True):
+        assert r[1] == f"{T:,} / 1"  # T dependent steps against one matmul
+    T, steps, loop, rnn, scores, attn, verdict, macs = rows[-1]
+    assert f"at T = {T} (width d = 16)" in summary
+    assert f"**{loop}** for its **{steps.split(' / ')[0]} dependent steps**" in summary
+    assert f"same steps in compiled code: {rnn})" in summary
+    assert f"scores in **1 matmul** ({scores})" in summary
+    assert f"whole layer in **{attn}**: **{verdict}** than the loop" in summary
+    assert f"doing {macs} as many multiply–adds" in summary
+    won = [r[0] for r in rows if r[6].endswith("faster")]
+    lost = [r[0] for r in rows if r[6].endswith("slower")]
+    if not lost:
+        assert "Attention beat the loop at every T measured" in summary
+    elif not won:
+        assert "the loop beat attention at every T measured" in summary
+    else:
+        assert f"Attention beat the loop at T = {', '.join(won)}; the loop won at " in summary
+        assert f"the loop won at T = {', '.join(lost)}." in summary
+    device = attn_core.device_label(attn_core.pick_device())
+    assert summary.startswith(f"On {device} at T")
+    assert [t[:36] for t in titles(at)] == ["T dependent steps against one matmul"]
+    assert device in titles(at)[0]
+    at.select_slider(key="T").set_value(2048).run()  # a sidebar rerun keeps the result
+    no_exception(at)
+    assert titles(at)[0].startswith("T dependent steps")
+
+
+def test_parallel_width_from_a_bad_link_falls_back_with_a_note():
+    at = step("Parallel", width="7")
+    no_exception(at)
+    notes = warnings(at)
+    assert len(notes) == 1 and "`width=7`" in notes[0], notes
+    assert at.select_slider(key="width").value == 64
+
+
+def try_lines(at) -> str:
+    return "\n".join(m.value for m in at.markdown if m.value.startswith("- **"))
+
+
+def test_try_this_counts_for_the_settings_in_the_sidebar():
+    from figures import cost as fig
+
+    at = step("Compute", d_model="64")
+    assert all(f"**{do}** — {see}" in try_lines(at) for do, see in fig.try_compute(64))
+    at = step("Memory", batch="4", dtype="float32", layers="2", gpu_gb="8", T="512")
+    no_exception(at)
+    for do, see in fig.try_memory(4, 8, 2, "float32", 8, 512):
+        assert f"**{do}** — {see}" in try_lines(at)
+    at = step("KV cache", heads="4", kv_heads="1", gpu_gb="80")
+    no_exception(at)
+    for do, see in fig.try_kv_cache(32, 12, 4, 1, 128, "float16", 80):
+        assert f"**{do}** — {see}" in try_lines(at)
+    at = step("Sweep", d_model="512")
+    plan = attn_core.plan_sweep(1024, batch=1, heads=64, d_k=8, dtype="float32", device="cpu")
+    reach = max(t for m, t in plan.points if m == "attention")
+    top = max(t for _, t in plan.points)
+    want = f"all three paths still reach T = {top:,}"
+    if reach < top:
+        want = f"stops after T = {reach:,}"
+    assert want in try_lines(at)

@@ -29,7 +29,17 @@ from attn_core import (
     tiled_attention,
     trace_state,
 )
-from attn_core.measure import METHODS, SDPA_BACKENDS, make_call, predicted_peak_bytes, qkv
+from attn_core.measure import (
+    METHODS,
+    SDPA_BACKENDS,
+    make_call,
+    predicted_peak_bytes,
+    qkv,
+    recurrence,
+    recurrent_weights,
+    time_call,
+    time_parallel_vs_recurrent,
+)
 
 MiB, GiB = 2**20, 2**30
 
@@ -284,3 +294,59 @@ def test_crossover_and_mqa_factor():
     assert attention_macs(2048, 512) == 2 * projection_macs(2048, 512)
     mha = kv_cache_bytes(4, 1024, 12, 8, 64, "float16")
     assert mha == 8 * kv_cache_bytes(4, 1024, 12, 1, 64, "float16")
+
+
+# ------------------------------------------------------------------------ parallel vs recurrent
+
+
+@pytest.mark.parametrize("B,T,d_in,d", [(1, 1, 3, 3), (2, 7, 5, 6), (3, 33, 16, 16)])
+def test_recurrence_is_torch_rnn_with_the_same_weights(B, T, d_in, d):
+    g = torch.Generator().manual_seed(T)
+    x = torch.randn(B, T, d_in, generator=g, dtype=torch.float64)
+    W_hh = torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+    W_ih = torch.randn(d, d_in, generator=g, dtype=torch.float64) / math.sqrt(d_in)
+    rnn = torch.nn.RNN(d_in, d, nonlinearity="tanh", bias=False, batch_first=True).double()
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(W_hh)
+        rnn.weight_ih_l0.copy_(W_ih)
+        ref, h_last = rnn(x)
+    h = recurrence(x, W_hh, W_ih)
+    assert h.shape == (B, T, d)
+    torch.testing.assert_close(h, ref)
+    torch.testing.assert_close(h[:, -1], h_last[0])
+
+
+def test_recurrence_is_a_chain_and_scores_are_independent():
+    """Changing x_t moves every later state and no earlier one; changing k_j moves only
+    column j of the scores: the dependency the Parallel step is about."""
+    W_hh, W_ih = recurrent_weights(8, seed=1)
+    x = torch.randn(1, 12, 8, generator=torch.Generator().manual_seed(2))
+    y = x.clone()
+    y[:, 5] += 1.0
+    moved = (recurrence(y, W_hh, W_ih) - recurrence(x, W_hh, W_ih)).abs().amax(-1)[0]  # (T,)
+    assert torch.all(moved[:5] == 0) and torch.all(moved[5:] > 0)
+    q, k = torch.randn(2, 12, 8, generator=torch.Generator().manual_seed(3)).unbind(0)
+    k2 = k.clone()
+    k2[5] += 1.0
+    changed = (q @ k2.T - q @ k.T).abs() > 0  # (T, T)
+    assert changed[:, 5].all() and not changed[:, :5].any() and not changed[:, 6:].any()
+
+
+def test_time_parallel_vs_recurrent_rows():
+    Ts, d = (4, 16), 8
+    rows = time_parallel_vs_recurrent(Ts, d, budget_s=0.01)
+    assert [r.T for r in rows] == list(Ts) and all(r.d == d for r in rows)
+    for r in rows:
+        assert r.sequential_steps == r.T  # one state per token, one after another
+        secs = (r.loop_s, r.rnn_s, r.scores_s, r.attention_s)
+        assert all(math.isfinite(s) and s > 0 for s in secs)
+        # the counts are the multiply–adds of the timed calls: x W_ihᵀ and h W_hhᵀ per step;
+        # q kᵀ and weights @ v
+        assert r.recurrent_macs == r.T * d * d + r.T * d * d
+        assert r.attention_macs == attention_macs(r.T, d)
+
+
+def test_time_call_hands_its_timings_to_stat():
+    seen = []
+    out = time_call(lambda: torch.zeros(1), "cpu", budget_s=10, reps=3, stat=seen.append)
+    assert out is None and len(seen[0]) == 3 and all(t >= 0 for t in seen[0])

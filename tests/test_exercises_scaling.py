@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import attn_core
-from attn_core.scaling import exercise_d_k
+from attn_core.scaling import exercise_d_k, top_two_gap
 from figures import scaling as fs
 from tests.support.apptest import no_exception, reveal, run_page, verdicts
 
@@ -33,6 +33,9 @@ def expected(seed=0, tokens=12, init="gaussian", dtype=torch.float32):
         d_k=d_k,
         sd=float(raw.std()),
         max_off=float(np.median(off.max_weight.numpy())),
+        max_on=float(np.median(on.max_weight.numpy())),
+        lead_off=float(np.median(top_two_gap(off.logits).numpy())),
+        saturated_off=float((off.max_weight > 0.99).double().mean()),
         drop=fs.JACOBIAN_DROPS[int(np.searchsorted([3.0, 30.0, 1000.0], ratio, side="right"))],
     )
 
@@ -78,7 +81,12 @@ def test_right_and_wrong_answers_are_judged_against_attn_core(at0):
     assert any(f"**{e['drop']}**" in b for b in bad)
     # each reveal shows its why
     text = " ".join(m.value for m in at0.markdown)
-    assert "variances of independent terms add up" in text and "nearly one-hot" in text
+    assert "variances of independent terms add up" in text
+    # the why of the largest weight quotes this sequence's own numbers, computed here
+    assert f"the median lead among these 12 keys is {e['lead_off']:.3g}" in text
+    assert f"the typical row's largest weight is **{e['max_off']:.3g}**" in text
+    assert f"{e['saturated_off']:.0%} of the rows are above 0.99" in text
+    assert f"typical largest weight of **{e['max_on']:.3g}**" in text
 
 
 def test_a_new_seed_asks_a_new_question_with_a_new_computed_answer(at0):

@@ -73,6 +73,14 @@ def test_right_answers_are_close_enough(at0):
         and "confident mistakes" in text
         and "√d_k = 8 times larger" in text
     )
+    # when a row passes 0.99: the rivals' e^(s_j − s_max) must sum below 1/0.99 − 1
+    slack, rivals = 1 / 0.99 - 1, 16 - 1
+    assert f"1/0.99 − 1 ≈ {slack:.3g}" in text
+    assert f"ln(1/{slack:.3g}) ≈ {math.log(1 / slack):.2g} over every rival" in text
+    assert f"ln({rivals}/{slack:.3g}) ≈ {math.log(rivals / slack):.2g} if all {rivals}" in text
+    assert f"here it is {e['sat']:.0f}%. The other rows still pass gradient" in text
+    # the bound is right: a lead of ln(1/slack) over a single rival gives exactly 0.99
+    assert 1 / (1 + math.exp(-math.log(1 / slack))) == pytest.approx(0.99)
 
 
 def test_wrong_answers_show_the_computed_ones():
@@ -110,6 +118,20 @@ def test_the_controls_pick_a_new_instance_with_a_computed_answer():
     ok, bad = verdicts(at)
     assert len(ok) == 1 and f"**{e['sat']:.0f} %**" in ok[0]
     assert len(bad) == 1 and f"**{e['grad']:.3g}**" in bad[0]
+
+
+def test_when_nearly_every_row_starts_saturated_the_explanation_says_so():
+    at = run_page(PAGE, d_k="512", init_std="4", step=STEP)
+    no_exception(at)
+    sat_key, _, _ = keys(512, 4.0, 0)
+    e = expected(512, 4.0, 0)
+    at.number_input(key=f"guess-{sat_key}").set_value(round(e["sat"]))
+    reveal(at, sat_key)
+    text = " ".join(m.value for m in at.markdown)
+    assert f"here it is {e['sat']:.0f}%." in text
+    assert ("Nearly every row starts saturated here" in text) == (e["sat"] >= 90)
+    assert ("The other rows still pass gradient" in text) == (e["sat"] < 90)
+    assert e["sat"] >= 90  # at the slider's extremes the lesson's limit is reached
 
 
 def test_with_almost_no_saturation_the_ratio_is_root_d_k():

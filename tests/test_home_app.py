@@ -1,5 +1,8 @@
 """AppTest: the home page and the shell (navigation, badge, URL fallbacks)."""
 
+import base64
+
+import numpy as np
 import pytest
 
 from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
@@ -78,3 +81,53 @@ def test_navigation_lists_available_pages_in_lesson_order():
     assert files[0] == HOME
     order = [lesson.file for lesson in LESSONS]
     assert files == sorted(files, key=order.index)
+
+
+def one_hot_rows(d_k: int, scaled: bool, seed: int) -> int:
+    """Rows of the demo sentence whose largest weight passes 0.99, computed here from attn_core."""
+    from attn_core import attention, pick_device, random_qkv
+
+    q, k, v = random_qkv(8, d_k, seed=seed, device=pick_device())
+    w = attention(q, k, v, scale=None if scaled else 1.0).weights.float()  # (8, 8)
+    return int((w.amax(-1) > 0.99).sum())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_one_hot_count_is_computed_from_the_heatmaps_weights(seed):
+    at = run_page(HOME, d_k="512", scaled="false", seed=str(seed))
+    no_exception(at)
+    n = one_hot_rows(512, False, seed)
+    metric = {m.label: m.value for m in at.metric}["One-hot rows (largest weight > 0.99)"]
+    assert metric == f"{n} of 8"
+    z = plotly_specs(at)[0]["data"][0]["z"]  # the heatmap's own cells, plotly's binary form
+    cells = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"])
+    assert int((cells.reshape(8, 8).max(-1) > 0.99).sum()) == n  # the same weights it draws
+    captions = " ".join(c.value for c in at.caption)
+    assert f"{n} of 8 rows are one-hot (largest weight above 0.99)" in captions
+    # the Try-this box promises exactly what the unscaled d_k = 512 sentence shows here
+    scaled = [one_hot_rows(2**i, True, seed) for i in range(11)]
+    tips = " ".join(md.value for md in at.markdown)
+    assert (
+        f"at this seed {n} of 8 rows are one-hot (largest weight above 0.99), against "
+        f"{one_hot_rows(512, True, seed)} with the scaling on" in tips
+    )
+    if max(scaled) == 0:
+        assert "no row is one-hot at any d_k from 1 to 1024" in tips
+    else:
+        assert f"{max(scaled)} of 8 rows are one-hot" in tips
+    assert "almost every row" not in tips
+
+
+def test_no_one_hot_row_says_so_with_the_largest_weight():
+    at = run_page(HOME)
+    no_exception(at)
+    assert {m.label: m.value for m in at.metric}["One-hot rows (largest weight > 0.99)"] == "0 of 8"
+    from attn_core import attention, pick_device, random_qkv
+
+    q, k, v = random_qkv(8, 64, seed=0, device=pick_device())
+    top = float(attention(q, k, v).weights.float().max())
+    captions = " ".join(c.value for c in at.caption)
+    assert (
+        f"No row is one-hot (largest weight above 0.99); the largest weight in any row is {top:.3f}"
+        in captions
+    )

@@ -1,29 +1,18 @@
 """The masks page in Chromium: each step draws its own charts, T_q is shared by two steps,
 and clicking a cell of the custom grid flips it."""
 
-import os
-from pathlib import Path
-
 import pytest
 
 from tests.support.browser import (
     ALERT,
-    CHROMIUM,
-    chromium,
     open_page,
     open_step,
     plotly_count,
-    streamlit_server,
     wait_charts,
     wait_idle,
 )
 
-pytestmark = pytest.mark.browser
-
-if not Path(CHROMIUM).exists():
-    if os.environ.get("REQUIRE_BROWSER"):
-        raise RuntimeError(f"REQUIRE_BROWSER is set but {CHROMIUM} is missing")
-    pytest.skip(f"{CHROMIUM} not installed", allow_module_level=True)
+pytestmark = pytest.mark.browser  # Chromium and the server: tests/conftest.py
 
 EXCEPTION = '[data-testid="stException"]'
 # Screen position of a cell centre in the first plotly chart (the mask), from plotly's own axes.
@@ -35,14 +24,8 @@ CELL_XY = """([i, j]) => {
 CELL_STATE = "([i, j]) => document.querySelectorAll('.js-plotly-plot')[0].data[0].customdata[i][j]"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with streamlit_server() as url, chromium() as b:
-        yield url, b
-
-
-def test_each_step_draws_only_its_own_charts(browser):
-    url, b = browser
+def test_each_step_draws_only_its_own_charts(server_url, browser):
+    url, b = server_url, browser
     page, errors = open_page(b, url + "/masks?batch=6", width=1400, height=3000)
     wait_charts(page, 2)
     assert plotly_count(page) == 2  # the first step: mask and masked logits
@@ -70,8 +53,8 @@ def set_slider(page, label: str, value: int) -> None:
     raise AssertionError(f"{label} did not reach {value}")
 
 
-def test_query_length_is_one_control_shared_by_two_steps(browser):
-    url, b = browser
+def test_query_length_is_one_control_shared_by_two_steps(server_url, browser):
+    url, b = server_url, browser
     page, errors = open_page(b, url + "/masks?step=Cross+attention", width=1400, height=2000)
     wait_charts(page, 1)
     set_slider(page, "Query length T_q", 4)
@@ -89,8 +72,8 @@ def click_cell(page, i: int, j: int) -> None:
     page.mouse.click(x, y)
 
 
-def test_clicking_a_custom_cell_toggles_it_and_the_url_keeps_it(browser):
-    url, b = browser
+def test_clicking_a_custom_cell_toggles_it_and_the_url_keeps_it(server_url, browser):
+    url, b = server_url, browser
     page, errors = open_page(b, url + "/masks?mask=custom&tokens=4", width=1400, height=2000)
     page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length > 0")
     assert page.evaluate(CELL_STATE, [1, 3]) == "blocked"  # causal: query 1 cannot see key 3

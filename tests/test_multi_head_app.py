@@ -2,6 +2,7 @@
 
 import pytest
 
+from attn_core.multihead_lab import value_width_walkthrough
 from tests.support.apptest import (
     all_specs,
     chart_titles,
@@ -160,7 +161,7 @@ def test_empty_and_huge_sentences_fall_back_with_notes():
     at = run_page(PAGE, d_model="128", heads="4", input="sentence", sentence="word " * 10_000)
     no_exception(at)
     notes = " ".join(warnings(at))
-    assert "`sentence=" in notes  # the kit: too long for the box, cut
+    assert "`sentence" in notes  # the kit: too long for the box, cut (names the parameter)
     assert "Only the first 64 tokens" in notes
     assert _metric(at, "tokens T") == "64"
 
@@ -178,6 +179,7 @@ def test_empty_and_huge_sentences_fall_back_with_notes():
         ({"pruned": "99", "step": "Diversity"}, "pruned", ""),  # a control inside a step
         ({"head": "99", "step": "Outputs"}, "head", ""),
         ({"split": "7", "step": "Tired cat"}, "split", ""),
+        ({"d_v": "999", "step": "Reshape"}, "d_v", "1 to 128"),
     ],
 )
 def test_bad_url_values_fall_back_with_a_visible_note(params, bad, expect):
@@ -215,24 +217,17 @@ def test_changing_heads_keeps_plain_multi_head_and_prunes_every_head():
 
 
 @pytest.mark.browser
-def test_in_the_browser_only_the_open_step_draws_and_the_mosaic_hovers():
-    from pathlib import Path
-
+def test_in_the_browser_only_the_open_step_draws_and_the_mosaic_hovers(server_url, browser):
     from tests.support.browser import (
-        CHROMIUM,
-        chromium,
         open_page,
         open_step,
         plotly_count,
         rerun_latency_ms,
-        streamlit_server,
     )
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed")
     drawn = '[data-testid="stPlotlyChart"]:has(.main-svg)'  # a chart plotly has drawn
-    with streamlit_server() as url, chromium() as browser:
-        page, errors = open_page(browser, f"{url}/multi-head", height=1400)
+    page, errors = open_page(browser, f"{server_url}/multi-head", height=1400)
+    try:
         page.wait_for_function(
             f"() => document.querySelectorAll('{drawn}').length >= {FIRST}", timeout=60_000
         )
@@ -252,3 +247,49 @@ def test_in_the_browser_only_the_open_step_draws_and_the_mosaic_hovers():
         page.wait_for_function(f"() => document.querySelectorAll('{drawn}').length == 2")
         assert page.locator('[data-testid="stException"]').count() == 0
         assert not errors, errors
+    finally:
+        page.context.close()  # the browser is shared: leave no tab open
+
+
+def test_reshape_step_shows_values_of_another_width_than_queries_and_keys():
+    at = run_page(PAGE, step="Reshape")  # d_model 512, 8 heads, T = 10, d_v = 32
+    no_exception(at)
+    assert not warnings(at)
+    assert at.slider(key="d_v").value == 32
+    md = _markdown(at)
+    walk = value_width_walkthrough(1, 10, 512, 8, 32)
+    nb = "\u00a0"
+    shape = nb.join(f"{n}," for n in walk.head_output)[:-1]  # "1, 8, 10, 32" as printed
+    assert "only q and k must share a width" in md
+    assert f"every head returns ({shape})" in md and f"d_k = {walk.d_k} products" in md
+    assert f"merge into {walk.merged[-1]} = h·d_v" in md
+    assert f"back to d_model = {walk.output[-1]}" in md
+    assert walk.head_output[-1] == 32 != walk.d_k  # the page's default shows d_v ≠ d_k
+    assert "move the d_v slider" not in md
+    errors = [c.value for c in at.code if c.value.startswith("ValueError")]
+    assert len(errors) == 1 and "q and k must share d_k" in errors[0]
+    assert "k (1, 8, 10, 32)" in errors[0]  # the slip: keys as wide as the values
+    at.slider(key="d_v").set_value(64).run()  # = d_k: the text says so
+    no_exception(at)
+    assert "Here d_v = 64" in _markdown(at) and "move the d_v slider" in _markdown(at)
+
+
+def test_words_of_the_steps_come_from_the_computation():
+    from attn_core import V_CAT, reshape_walkthrough, tired_cat_one_head, tired_cat_two_heads
+    from figures import multi_head as fg
+
+    cat = run_page(PAGE, step="Tired cat")
+    md = _markdown(cat)
+    assert f"v_cat = {fg._vec(V_CAT)}" in md
+    assert f"the output is {fg._vec(tired_cat_one_head(0.5).tolist())}" in md
+    assert f"becomes {fg._vec(tired_cat_two_heads(1.0, 1.0).tolist())}" in md
+    cost = run_page(PAGE, step="Cost")
+    assert any("context of 8,192 tokens, 32 layers" in c.value for c in cost.caption)
+    div = run_page(PAGE, step="Diversity")
+    md = _markdown(div)
+    assert "least useful of 8 heads moves the output by" in md and "closer to" in md
+    assert "the curve ends at" in md
+    reshape = run_page(PAGE, step="Reshape")
+    steps = reshape_walkthrough(1, 10, 512, 8).steps
+    merge = next(i for i, s in enumerate(steps, 1) if ".contiguous()" in s.code)
+    assert f"Leave out `.contiguous()` in step {merge} " in _markdown(reshape)  # its table row

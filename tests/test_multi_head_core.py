@@ -36,6 +36,8 @@ from attn_core import (
     tired_cat_two_heads,
     valid_head_counts,
 )
+from attn_core.attention import attention
+from attn_core.multihead_lab import value_width_walkthrough
 
 
 def _small(d_model=32, h=4, h_kv=None, T=6, seed=0):
@@ -270,3 +272,57 @@ def test_one_head_output_stays_on_the_segment(a):
         rtol=0,
         atol=1e-6,
     )
+
+
+# ----------------------------------------------------------------------------- d_v ≠ d_k
+
+
+@pytest.mark.parametrize(
+    "batch,T_q,T_k,d_k,d_v",
+    [((), 6, 6, 8, 3), ((2, 3), 5, 7, 4, 16), ((1, 8), 10, 10, 64, 32), ((2,), 1, 9, 5, 1)],
+)
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_with_d_v_other_than_d_k_matches_sdpa(batch, T_q, T_k, d_k, d_v, causal):
+    g = torch.Generator().manual_seed(d_k * 100 + d_v)
+    q = torch.randn(*batch, T_q, d_k, generator=g, dtype=torch.float64)
+    k = torch.randn(*batch, T_k, d_k, generator=g, dtype=torch.float64)
+    v = torch.randn(*batch, T_k, d_v, generator=g, dtype=torch.float64)
+    mask = torch.ones(T_q, T_k, dtype=torch.bool).tril(T_k - T_q) if causal else None
+    r = attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert r.output.shape == (*batch, T_q, d_v)  # the values' width, not d_k
+    assert r.weights.shape == (*batch, T_q, T_k)
+    torch.testing.assert_close(r.output, ref)
+
+
+@pytest.mark.parametrize("d_q,d_k", [(8, 4), (4, 8), (64, 65)])
+def test_attention_refuses_queries_and_keys_of_different_widths(d_q, d_k):
+    q, k, v = torch.randn(2, 5, d_q), torch.randn(2, 5, d_k), torch.randn(2, 5, d_k)
+    with pytest.raises(ValueError, match="q and k must share d_k"):
+        attention(q, k, v)
+    with pytest.raises(RuntimeError):  # PyTorch's own kernel refuses them too
+        F.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("T,d_model,h,d_v", [(10, 512, 8, 32), (3, 64, 4, 16), (5, 48, 1, 7)])
+def test_value_width_walkthrough_shapes_and_agreement(T, d_model, h, d_v):
+    w = value_width_walkthrough(1, T, d_model, h, d_v)
+    d_k = d_model // h
+    assert (w.d_k, w.d_v) == (d_k, d_v)
+    shapes = {r.code: r.shape for r in w.rows}
+    assert shapes["q = split(x @ W_q)"] == shapes["k = split(x @ W_k)"] == (1, h, T, d_k)
+    assert shapes["v = split(x @ W_v)"] == (1, h, T, d_v)
+    assert shapes["q @ k.transpose(-2, -1)"] == (1, h, T, T)
+    assert w.head_output == shapes["softmax(scores) @ v"] == (1, h, T, d_v)
+    assert w.merged == (1, T, h * d_v) and w.W_o == (h * d_v, d_model)
+    assert w.output == (1, T, d_model)
+    assert w.sdpa_max_diff < 1e-5
+    assert "q and k must share d_k" in w.mismatch_error
+    assert f"q (1, {h}, {T}, {d_k})" in w.mismatch_error
+
+
+def test_value_width_walkthrough_with_equal_widths_still_shows_the_error():
+    w = value_width_walkthrough(1, 4, 64, 4, 16)  # d_v = d_k = 16
+    assert "q and k must share d_k" in w.mismatch_error
+    with pytest.raises(ValueError):
+        value_width_walkthrough(1, 4, 64, 3, 16)

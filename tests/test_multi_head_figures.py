@@ -19,6 +19,7 @@ from attn_core import (
     tired_cat_one_head,
     tired_cat_two_heads,
 )
+from attn_core.multihead_lab import value_width_walkthrough
 from figures import multi_head as fg
 
 
@@ -91,6 +92,12 @@ def test_focus_bars():
     assert [t.type for t in chart.fig.data] == ["bar", "scatter", "scatter"]
     assert len(chart.fig.data[0].y) == 4
     assert chart.fig.layout.xaxis.title.text == "head" and chart.fig.layout.yaxis.title.text
+    avg = float(mean_focus(r.weights.mean(0)))
+    above = int((f > avg).sum())
+    assert f"lower than {'only ' if above <= 2 else ''}{above} of the 4 heads" in chart.caption
+    one = _run(h=1)
+    f1 = mean_focus(one.weights)
+    assert "the same as the one head" in fg.focus_bars(f1, float(f1[0]), 6).caption
 
 
 def test_outputs_and_concatenation():
@@ -112,9 +119,12 @@ def test_tired_cat_figures():
     assert [t.type for t in plane.fig.data] == ["scatter"] * 3
     assert list(plane.fig.data[2].x) == [2.0] and list(plane.fig.data[2].y) == [2.0]
     assert "[2, 2]" in plane.caption
-    bars = fg.tired_cat_concat(tired_cat_two_heads(1.0, 0.0), 1.0, 0.0)
+    apart = tired_cat_two_heads(1.0, 0.0)
+    bars = fg.tired_cat_concat(tired_cat_two_heads(1.0, 0.0), 1.0, 0.0, apart)
     assert list(bars.fig.data[0].y) == [4.0, 0.0, 0.0, 4.0]
     assert "[4, 0 | 0, 4]" in bars.fig.layout.title.text
+    assert f"the result is {fg._vec(apart.tolist())}" in bars.caption  # from the computation
+    assert f"v_cat = {fg._vec(V_CAT)}" in plane.fig.data[1].text
     for c in (plane, bars):
         assert c.fig.layout.xaxis.title.text and c.fig.layout.yaxis.title.text
 
@@ -141,3 +151,65 @@ def test_markdown_tables():
     assert params.count("4,224") == 4  # 4·32² + 4·32, twice in each row
     kv = fg.kv_table_md(kv_table(512, 8, 2), 8, 2, format_bytes)
     assert "← current" in kv and "MQA" in kv and "0.25×" in kv
+
+
+@pytest.mark.parametrize("d_v", [8, 16])
+def test_value_width_text_and_table_read_the_walk(d_v):
+    walk = value_width_walkthrough(1, 5, 64, 4, d_v)  # d_k = 16
+    md = fg.shape_table_md(walk.rows)
+    assert md.count("\n") == len(walk.rows) + 1
+    assert f"(1,\u00a04,\u00a05,\u00a0{d_v})" in md  # v and each head's output
+    assert f"({4 * d_v},\u00a064)" in md  # W_o: h·d_v in, d_model out
+    text = fg.value_width_md(walk)
+    assert "only q and k must share a width" in text
+    assert f"d_k = {walk.d_k} products" in text and f"Here d_v = {d_v}" in text
+    assert f"merge into {walk.merged[-1]} = h·d_v" in text
+    assert f"agrees to {walk.sdpa_max_diff:.2g}" in text
+    assert ("move the d_v slider" in text) == (d_v == walk.d_k)
+
+
+@pytest.mark.parametrize("h,T", [(1, 6), (4, 6), (8, 20)])
+def test_heads_grid_caption_compares_measured_focus(h, T):
+    r = _run(d_model=64, h=h, T=T)
+    c = fg.heads_grid(r.weights, None).caption
+    if h == 1:
+        assert "nothing is blurred" in c and "flatter" not in c
+    else:
+        avg, head = float(mean_focus(r.weights.mean(0))), float(mean_focus(r.weights).mean())
+        assert f"put {avg:.2f} on their favourite token, against {head:.2f}" in c
+        assert ("no flatter" in c) == (avg >= head)
+
+
+def test_pruning_words_read_the_curve():
+    r = _run(d_model=64, h=8, T=6)
+    curve = pruning_curve(r)[1]
+    end = 100 * float(curve[-1])
+    assert f"{end:.0f} % with every head gone" in fg.pruning_chart(curve, 8, 2, 0.4).caption
+    assert any(f"ends at {end:.0f} %" in see for _, see in fg.try_prune(curve))
+    text = fg.untrained_vs_trained(curve)
+    moved = 100 * float(curve[4])
+    assert f"least useful of 8 heads moves the output by {moved:.0f} %" in text
+    closer = "√(k/h)" if abs(moved - 100 * 0.5**0.5) <= abs(moved - 50) else "k/h"
+    assert f"closer to {closer}" in text
+    assert "only W_o's bias" in fg.untrained_vs_trained(pruning_curve(_run(h=1))[1])
+
+
+@pytest.mark.parametrize("measured,word", [(70.0, "undercounts"), (40.0, "is not below")])
+def test_prune_verdict_compares_the_guess_with_the_measurement(measured, word):
+    text = fg.prune_verdict(4, 8, measured)
+    assert word in text and "k/h = 50 %" in text and f"measured {measured:.0f} %" in text
+
+
+def test_tired_cat_words_come_from_the_computation():
+    half, same = tired_cat_one_head(0.5), tired_cat_two_heads(1.0, 1.0)
+    (_, mid), _, (_, both) = fg.try_cat(half, same)
+    assert f"the output is {fg._vec(half.tolist())}" in mid
+    assert fg._vec(same.tolist()) in both
+    intro = fg.cat_intro(V_CAT, V_TIRED)
+    assert f"v_cat = {fg._vec(V_CAT)}" in intro and f"v_tired = {fg._vec(V_TIRED)}" in intro
+    assert "context of 8,192 tokens, 32 layers, batch 1, float16" in fg.kv_note(
+        8192, 32, 1, "float16"
+    )
+    assert (
+        fg.try_heads(64)[2][0] == "Raise tokens to 64" and "1/T = 0.0156" in fg.try_heads(64)[2][1]
+    )

@@ -173,27 +173,82 @@ def test_lesson_scores_overflow_naively_in_float32_but_not_stably():
     assert r.logsumexp == pytest.approx(float(torch.logsumexp(torch.tensor([100.0, 101, 102]), 0)))
 
 
+def _e(x: float, dt: torch.dtype) -> float:
+    """torch.exp of x stored in dt, as a float."""
+    return float(torch.exp(torch.tensor(x, dtype=F64).to(dt)))
+
+
+def _representable(dt: torch.dtype, lo: float, hi: float) -> list[float]:
+    """Every dt value in [lo, hi], by walking float64 points finer than dt's spacing."""
+    n = 200_000
+    xs = torch.linspace(lo, hi, n, dtype=F64).to(dt).unique()
+    return xs.double().tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_exp_limits_are_where_torch_exp_flips_on_every_stored_value(dtype):
+    """Walk every value the format can store around each edge: e^x is 0 (inf) exactly
+    for the stored values beyond the reported edge, and non-zero (finite) inside it."""
+    lim, dt = exp_limits(dtype), DTYPES[dtype]
+    for x in _representable(dt, lim.underflow_at - 2, lim.underflow_at + 2):
+        assert (_e(x, dt) == 0.0) == (x < lim.underflow_at), x
+    for x in _representable(dt, lim.overflow_at - 2, lim.overflow_at + 2):
+        assert math.isinf(_e(x, dt)) == (x > lim.overflow_at), x
+
+
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_exp_limits_match_what_torch_exp_does(dtype):
     lim = exp_limits(dtype)
     dt = DTYPES[dtype]
-    assert lim.max_finite == torch.finfo(dt).max
-    assert lim.overflow_at == pytest.approx(math.log(torch.finfo(dt).max))
+    fi = torch.finfo(dt)
+    assert lim.max_finite == fi.max
+    # round-to-nearest: e^x becomes inf once it passes max + half a step, 0 once it is
+    # below half the smallest subnormal; both within a stored step of the logs
+    assert lim.overflow_at == pytest.approx(math.log(fi.max), abs=0.5)
+    ln_half_tiny = math.log(fi.smallest_normal * fi.eps) - math.log(2)
+    assert lim.underflow_at == pytest.approx(ln_half_tiny, abs=0.5)
+    assert lim.underflow_at < math.log(fi.smallest_normal * fi.eps)  # the old ln(tiny) was wrong
+    step = 4 * fi.eps * abs(lim.underflow_at)  # a few of dt's steps at the edge
+    assert _e(lim.underflow_at + step, dt) > 0.0
+    assert _e(lim.underflow_at - step, dt) == 0.0
+    step = 4 * fi.eps * lim.overflow_at
+    assert math.isfinite(_e(lim.overflow_at - step, dt))
+    assert math.isinf(_e(lim.overflow_at + step, dt))
+    # the format's bits, from its own numbers: the top power of 2 is 2^(e-1) - 1; eps = 2^(1-p)
+    assert 1.0 <= math.ldexp(fi.max, 1 - 2 ** (lim.exponent_bits - 1)) < 2.0
+    assert fi.eps == 2.0 ** (1 - lim.significant_bits)
 
-    def e(x):
-        return float(torch.exp(torch.tensor(x, dtype=torch.float64).to(dt)))
 
-    step = 0.05 if dtype == "bfloat16" else 0.02  # bfloat16 stores x itself coarsely
-    assert math.isfinite(e(lim.overflow_at - 4 * step))
-    assert math.isinf(e(lim.overflow_at + 4 * step))
-    assert e(lim.underflow_at + 1.0) > 0.0
-    assert e(lim.underflow_at - 1.0) == 0.0
+def test_float16_and_float32_edges_are_not_the_old_ln_formula():
+    """The page used to print ln(smallest subnormal) (-16.64 in float16, -103.28 in float32)
+    as the underflow edge; torch.exp still gives a non-zero number there."""
+    for dtype in ("float16", "float32"):
+        fi, dt = torch.finfo(DTYPES[dtype]), DTYPES[dtype]
+        old = math.log(fi.smallest_normal * fi.eps)
+        assert _e(old - 0.2, dt) > 0.0  # below the old edge, e^x is not yet 0
+        assert exp_limits(dtype).underflow_at < old - 0.5
+
+
+def test_naive_offset_band_brackets_where_the_naive_softmax_works():
+    from attn_core.mixing import naive_offset_band, naive_outcome
+
+    for dtype in DTYPES:
+        lo, hi = naive_offset_band(dtype)
+
+        def demo(c, dtype=dtype):
+            return stability_demo([s + c for s in STABILITY_SCORES], dtype)
+
+        assert demo(lo).naive_ok and demo(hi).naive_ok and demo((lo + hi) // 2).naive_ok
+        assert naive_outcome(demo(lo - 1)) == "underflow"
+        assert naive_outcome(demo(hi + 1)) == "overflow"
 
 
 def test_named_thresholds():
-    assert exp_limits("float32").overflow_at == pytest.approx(88.7, abs=0.05)
-    assert exp_limits("float16").overflow_at == pytest.approx(11.1, abs=0.05)
+    assert exp_limits("float32").overflow_at == pytest.approx(88.72, abs=0.01)
+    assert exp_limits("float16").overflow_at == pytest.approx(11.09, abs=0.01)
     assert exp_limits("float64").overflow_at == pytest.approx(709.78, abs=0.01)
+    assert exp_limits("float16").underflow_at == pytest.approx(-17.33, abs=0.01)
+    assert exp_limits("float32").underflow_at == pytest.approx(-103.97, abs=0.01)
     assert exp_limits(torch.bfloat16).dtype == "bfloat16"
 
 

@@ -51,6 +51,13 @@ def test_steps_bars_has_one_panel_per_step():
     assert any("e^s" in t for t in titles)
     sumnorm = fs.steps_bars(NAMES, sum_normalised_steps(example("negative")), d_k=3)
     assert len(sumnorm.fig.data) == 3 and "negative" in sumnorm.caption
+    ex = example("negative")
+    raw = ex.k @ ex.q  # (T,)
+    w = raw / raw.sum()
+    assert f"here t1 ({float(w[0]):.3g})" in sumnorm.caption
+    assert f"add up to {float(w[w >= 0].sum()):.3g} to compensate" in sumnorm.caption
+    plain = fs.steps_bars(NAMES, sum_normalised_steps(example("lesson")), d_k=3)
+    assert "None is negative here" in plain.caption  # lesson scores 0, 3.7, 2.5
 
 
 def test_steps_table_lists_every_intermediate():
@@ -117,8 +124,45 @@ def test_exp_range_has_a_band_per_precision_and_the_scores():
     assert len(bars) == 4 and c.fig.data[-1].type == "scatter"
     f16 = next(b for b in bars if b.y[0].startswith("float16"))
     assert f16.base[0] == pytest.approx(exp_limits("float16").underflow_at)
-    assert f16.base[0] + f16.x[0] == pytest.approx(math.log(65504))
+    assert f16.base[0] + f16.x[0] == pytest.approx(exp_limits("float16").overflow_at)
     assert c.fig.data[-1].y[0].startswith("float16")
+
+
+def _edge(dt, zero: bool) -> float:
+    """Independent of attn_core: walk float16/float32 values until torch.exp flips."""
+    x = torch.tensor(0.0, dtype=dt)
+    step = torch.tensor(-1.0 if zero else 1.0, dtype=dt)
+    while True:  # coarse, then every stored value (nextafter) near the edge
+        nxt = x + step
+        e = float(torch.exp(nxt))
+        if (e == 0.0) if zero else math.isinf(e):
+            break
+        x = nxt
+    while True:
+        nxt = torch.nextafter(x, torch.tensor(-math.inf if zero else math.inf, dtype=dt))
+        e = float(torch.exp(nxt))
+        if (e == 0.0) if zero else math.isinf(e):
+            return (float(x) + float(nxt)) / 2  # the edge lies between the two stored values
+        x = nxt
+
+
+def test_exp_range_caption_states_the_narrowest_band_as_torch_exp_finds_it():
+    c = fs.exp_range([exp_limits(d) for d in DTYPES], [100.0, 101.0, 102.0], "float32")
+    lo, hi = _edge(torch.float16, True), _edge(torch.float16, False)
+    assert f"float16's band is the narrowest: {lo:.2f} to {hi:.2f}" in c.caption
+    fi = torch.finfo(torch.float16)
+    assert lo < math.log(fi.smallest_normal * fi.eps) - 0.5  # not the old ln(tiny)
+
+
+def test_stability_why_numbers_come_from_the_formats():
+    others = {d: exp_limits(d) for d in DTYPES}
+    demo = stability_demo([-20.5, -19.5, -18.5], "float16")
+    why = fs.stability_why(demo, "underflow", others)
+    assert f"{_edge(torch.float16, True):.2f} and {_edge(torch.float16, False):.2f}" in why
+    bits = {d: 1 - round(math.log2(torch.finfo(DTYPES[d]).eps)) for d in ("bfloat16", "float32")}
+    assert f"only {bits['bfloat16']} significant bits to float32's {bits['float32']}" in why
+    assert "has 5 (float16 has 5" in why and "float32's 8" in why
+    assert "−2, −1, 0" in why
 
 
 def test_temperature_figures():

@@ -13,12 +13,13 @@ from tests.support.apptest import (
 )
 
 PAGE = "pages/training.py"
-STEPS = ["Train", "Rows", "Predict"]
+STEPS = ["Train", "Rows", "Predict", "Heads"]
 # before any training, the charts of each step (a closed step sends nothing)
 SHOWS = {
     "Train": ["Where the query looks: probe examples"],
     "Rows": ["Per-row softmax Jacobian norms at step 0"],
     "Predict": [],
+    "Heads": [],  # the head-width sweep trains only on its button
 }
 
 

@@ -79,3 +79,51 @@ def test_probe_rows_before_only_and_before_after(runs):
 def test_found_share_counts_rows_on_the_matching_key():
     w = torch.tensor([[0.9, 0.1], [0.2, 0.8], [float("nan"), float("nan")]])
     assert tf.found_share(w, torch.tensor([0, 0, 0])) == pytest.approx(1 / 3)
+
+
+def test_captions_quote_the_runs_own_numbers(runs):
+    a, b = runs
+    shape = tf.attention_shape_curves(a, b).caption
+    assert f"{b.max_weight[0]:.2f} unscaled against {a.max_weight[0]:.2f} scaled" in shape
+    both = tf.probe_rows(
+        (a.probe_start, b.probe_start), (a.probe_end, b.probe_end), a.probe_position
+    ).caption
+    pos = a.probe_position
+    on_answer = [
+        float((w.argmax(-1) == pos).float().mean())
+        for w in (a.probe_start, b.probe_start, a.probe_end, b.probe_end)
+    ]
+    top_u = float(b.probe_start.amax(-1).mean())
+    assert f"{on_answer[0]:.0%} of the scaled rows and {on_answer[1]:.0%} of the unscaled" in both
+    assert f"averages {top_u:.2f} unscaled" in both
+    assert f"answer in {on_answer[2]:.0%} of the scaled rows and {on_answer[3]:.0%}" in both
+
+
+def test_head_sweep_chart_has_one_line_per_width():
+    from attn_core.training import head_sweep
+
+    runs = head_sweep(16, (4, 8, 16), steps=5, n_pairs=6, n_symbols=12, batch=16)
+    chart = tf.head_sweep_curves(runs, steps=5)
+    names = [t.name for t in chart.fig.data]
+    assert names == ["d_k = 4 (h = 4)", "d_k = 8 (h = 2)", "d_k = 16 (h = 1)"]
+    assert len({t.line.color for t in chart.fig.data}) == 3  # told apart by colour and dash
+    assert len({t.line.dash for t in chart.fig.data}) == 3
+    assert chart.fig.layout.yaxis.type == "log" and all(_titles(chart.fig))
+    assert "d_model = 16" in chart.fig.layout.title.text and chart.caption
+    assert list(chart.fig.layout.xaxis.range) == [0, 4]
+
+
+@pytest.mark.parametrize(
+    "x,text",
+    [
+        (0.045, "0.045"),
+        (3.78e-11, "3.8 × 10⁻¹¹"),
+        (1.1920929e-07, "1.2 × 10⁻⁷"),
+        (1e-6, "10⁻⁶"),
+        (2.5e5, "2.5 × 10⁵"),
+        (0.0, "0"),
+        (8.0, "8"),
+    ],
+)
+def test_sci_writes_tiny_and_huge_numbers_with_powers_of_ten(x, text):
+    assert tf.sci(x) == text

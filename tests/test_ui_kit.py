@@ -1,5 +1,7 @@
 """The UI kit's pure helpers and the figure style."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -24,8 +26,110 @@ def test_safe_text_cannot_break_out_of_a_code_span(raw):
 
 
 def test_escape_neutralises_html_and_markdown():
-    s = escape("<b>hi</b> [link](http://x) *bold*")
+    s = escape("<b>hi</b> [link](http://x) *bold*", 100)
     assert "<b>" not in s and "](" not in s and "\\*" in s
+
+
+def test_one_escaping_function_behind_every_name():
+    import ui
+    from ui import chrome, controls
+
+    assert chrome.escape is controls.escape is ui.escape
+    assert safe_text("a`b", 10) == escape("a`b", 10, code=True) == "a'b"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "**INJ**",
+        "__INJ__ _x_ ~~s~~",
+        "$$\\frac{1}{0}$$ and $x$",
+        ":red[RED] :blue-background[x]",
+        ":material/home: :smile:",
+        "[y](https://example.com)",
+        "see https://example.org",
+        "www.example.net WWW.EXAMPLE.NET",
+        "a@example.com",
+        "<b>x</b> &lt;",
+        "# heading",
+        "> quote | a | b |",
+        "1. list",
+    ],
+)
+def test_escape_leaves_no_markup_live(raw):
+    """Every ASCII punctuation mark is backslash-escaped; a zero-width space breaks what
+    Streamlit finds in the parsed text (directives, icons, emoji, bare links)."""
+    s = escape(raw, 100)
+    parsed = re.sub(r"\\(.)", r"\1", s)  # what markdown makes of the escapes
+    assert parsed.replace("\u200b", "") == raw  # it reads exactly as typed
+    assert not re.search(r"(?<!\\)[*_$\[\]<>`#|~.()!&:@-]", s)  # no punctuation left bare
+    assert not re.search(r"(?i):[a-z/]|https?://|www\.|@[a-z]", parsed)  # no directive, no link
+
+
+def test_escape_is_one_short_printable_line():
+    s = escape("a\nb\tc\u202eevil" + "x" * 500, 40)
+    assert "\n" not in s and "\t" not in s and "\u202e" not in s
+    assert s.endswith("…") and len(s.replace("\u200b", "")) <= 41
+    assert escape("", 10) == "" and safe_text("", 10) == " "
+
+
+def _text_app():
+    import ui
+
+    ui.text("t", "Text", "", max_chars=5)
+    ui.slider("s", "Slider", 0, 10, 5)
+    ui.number("n", "Number", 0, 10, 5)
+    ui.show_notes()
+
+
+def _notes(at) -> str:
+    return " ".join(w.value for w in at.warning)
+
+
+@pytest.mark.parametrize(
+    ("t", "held", "said"),
+    [
+        ("abcdefgh", "abcde", ["The link's `t` was 8 characters long; the box holds 5, so its "
+                               "first 5 are used."]),
+        (["ab", "**INJ**"], "**INJ", ["The link gave `t` 2 times; the last one is used.",
+                                      "That one was 7 characters long"]),
+        (["**INJ**", "ab"], "ab", ["The link gave `t` 2 times; the last one is used."]),
+        ("abc", "abc", []),
+    ],
+)  # fmt: skip
+def test_text_from_a_link_is_cut_or_picked_and_the_note_says_so(t, held, said):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_text_app)
+    at.query_params["t"] = t
+    at.run()
+    assert at.text_input[0].value == held
+    notes = _notes(at)
+    assert all(x in notes for x in said) and bool(notes) == bool(said), notes
+    assert "INJ" not in notes  # the text itself is never echoed
+    at.text_input[0].input("xy").run()
+    assert not _notes(at)  # the user changed it: the note is gone
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "note"),
+    [
+        ("n", ["3", "7"], "The link gave `n` 2 times (`n=3,7`); using the last one, **7**."),
+        ("s", ["3", "7"], "The link asked for `s=3,7`, which this page cannot use (a number "
+                          "from 0 to 10); showing **5** instead."),  # a slider keeps neither
+        ("s", ["7", "**INJ**"], "The link asked for `s=7,**INJ**`, which this page cannot use "
+                                "(a number from 0 to 10); showing **5** instead."),
+        ("s", "**INJ**", "The link asked for `s=**INJ**`, which this page cannot use (a number "
+                         "from 0 to 10); showing **5** instead."),
+    ],
+)  # fmt: skip
+def test_a_control_names_a_repeated_or_bad_link_value_in_a_code_span(key, value, note):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_text_app)
+    at.query_params[key] = value
+    at.run()
+    assert _notes(at) == note
 
 
 def test_heatmap_keeps_repeated_labels_apart_and_blanks_non_finite():

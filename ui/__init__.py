@@ -3,7 +3,10 @@
 Pages import from here; no page parses the URL itself.
 """
 
-from . import _warm  # noqa: F401  (first: heavy imports, then gc.freeze)
+from . import (
+    _warm,  # noqa: F401  (first: heavy imports, then gc.freeze)
+    jobs,
+)
 from .chrome import (
     controls_area,
     device,
@@ -44,6 +47,7 @@ __all__ = [
     "device_badge",
     "escape",
     "explain",
+    "jobs",
     "log_slider",
     "multiselect",
     "note",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 import torch
 from streamlit import config as st_config
@@ -13,6 +11,7 @@ from attn_core import device_label, pick_device
 from figures import Chart
 
 from . import controls, share
+from .controls import escape  # the one escaping function (also ui.escape)
 from .lesson import Lesson, available, by_file
 
 PLOTLY_CONFIG = {
@@ -109,7 +108,7 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
         file_name=share.csv_name(title),
         mime="text/csv",
         icon=":material/download:",
-        help=f"Download the numbers behind “{title}” as CSV",
+        help=f"Download the numbers behind “{escape(title, 200)}” as CSV",
         key=f"csv-{key or ''}-{_next_chart_number()}",
         on_click="ignore",
     )
@@ -126,12 +125,6 @@ def explain(title: str, body: str, *, expanded: bool = False) -> None:
     """A short explanation in a collapsible box."""
     with st.expander(title, expanded=expanded, icon=":material/lightbulb:"):
         st.markdown(body)
-
-
-def escape(text: str) -> str:
-    """User text for markdown: HTML-escaped and with markdown punctuation neutralised."""
-    s = html.escape(str(text), quote=False)
-    return "".join("\\" + ch if ch in "\\`*_{}[]()#+-.!|~<>$" else ch for ch in s)
 
 
 def prev_next(file: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -42,14 +43,43 @@ def _raw(key: str) -> str | list[str] | None:
     return values
 
 
-def safe_text(text: Any, limit: int = 40) -> str:
-    """User text made safe inside a markdown code span: no backticks, no newlines, short."""
-    s = str(text)
-    s = re.sub(r"[`\r\n\t]", " ", s)
-    s = "".join(ch for ch in s if ch.isprintable())
+_ZW = "\u200b"  # zero-width space: invisible, and breaks what works on the parsed text
+_PUNCT = frozenset(string.punctuation)  # CommonMark lets a backslash escape each of these
+
+
+def escape(text: Any, limit: int = 40, *, code: bool = False) -> str:
+    """User or URL text made literal for markdown: the one function every page uses.
+
+    The text is made one printable line and cut to `limit` characters (then "…"), so a
+    link cannot fill the page. Then, for plain markdown (notes, captions, labels):
+    every ASCII punctuation mark is backslash-escaped, which stops emphasis, links and
+    images, raw HTML, headings, lists, tables and `$` maths; and a zero-width space
+    after each `:` and `@`, and between `w` and `.`, breaks what Streamlit finds in the
+    already parsed text, where escapes no longer count: `:red[…]` colour directives,
+    `:material/…:` icons, `:emoji:` shortcodes, and the autolinks of bare `https://…`,
+    `www.…` and e-mail addresses.
+
+    With `code=True` the result goes between backticks (a code span, where markdown,
+    maths and directives are not read): only backticks, which would end it, are replaced.
+    """
+    s = re.sub(r"\s", " ", str(text))  # newlines and tabs would end a line, a list, a table
+    s = "".join(ch for ch in s if ch.isprintable())  # also drops bidi overrides
     if len(s) > limit:
         s = s[:limit] + "…"
-    return s or " "
+    if code:
+        return s.replace("`", "'") or " "
+    s = re.sub(r"(?i)(?<=w)(?=\.)", _ZW, s)  # www.example.com
+    out = []
+    for ch in s:
+        out.append("\\" + ch if ch in _PUNCT else ch)
+        if ch in ":@":
+            out.append(_ZW)  # :red[…], :smile:, https://…, a@b.com
+    return "".join(out)
+
+
+def safe_text(text: Any, limit: int = 40) -> str:
+    """`escape` for inside a code span: f"`{safe_text(x)}`"."""
+    return escape(text, limit, code=True)
 
 
 def _show(value: Any) -> str:
@@ -60,17 +90,43 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-def _record(key: str, raw: Any, value: Any, ok: bool, expected: str) -> None:
+def _bold(value: Any) -> str:
+    """A widget's value for a note, in bold and escaped (an option label, a number)."""
+    s = escape(_show(value), 60).strip()
+    return f"**{s}**" if s else "nothing"
+
+
+def _note(key: str, raw: Any, value: Any, message: str) -> None:
+    """Keep `message` about the link's `key` (none: forget an old one once the value moved)."""
     notes = st.session_state.setdefault(_NOTES, {})
-    if raw is not None and not ok:
-        shown = safe_text(raw if not isinstance(raw, list) else ",".join(raw))
-        notes[key] = (
-            f"The link asked for `{key}={shown}`, which this page cannot use "
-            f"({expected}); showing **{_show(value)}** instead.",
-            value,
-        )
+    if raw is not None and message:
+        notes[key] = (message, value)
     elif key in notes and notes[key][1] != value:
         del notes[key]  # the user moved this control: the old complaint no longer applies
+
+
+def _record(
+    key: str, raw: Any, value: Any, took: Callable[[str], bool], expected: str, *, many=False
+) -> None:
+    """Compare the link's value with what the widget holds and note any difference.
+
+    `took(raw)` says whether the widget holds what the link asked for. A parameter given
+    several times (`?d_k=2&d_k=4`) is a list; unless the control holds a list (`many`),
+    Streamlit uses the last one or, for some widgets, the default."""
+    message = ""
+    if raw is not None:
+        asked = ",".join(raw) if isinstance(raw, list) else raw
+        if isinstance(raw, list) and not many and took(raw[-1]):
+            message = (
+                f"The link gave `{key}` {len(raw)} times (`{key}={safe_text(asked)}`); "
+                f"using the last one, {_bold(value)}."
+            )
+        elif (isinstance(raw, list) and not many) or not took(raw):
+            message = (
+                f"The link asked for `{key}={safe_text(asked)}`, which this page cannot use "
+                f"({expected}); showing {_bold(value)} instead."
+            )
+    _note(key, raw, value, message)
 
 
 def _float_eq(raw: Any, value: float) -> bool:
@@ -97,7 +153,8 @@ def slider(
     value = st.slider(
         label, lo, hi, default, step=step, format=fmt, key=key, help=help, bind="query-params"
     )
-    _record(key, raw, value, _float_eq(raw, value), f"a number from {_show(lo)} to {_show(hi)}")
+    took = lambda r: _float_eq(r, value)  # noqa: E731
+    _record(key, raw, value, took, f"a number from {_show(lo)} to {_show(hi)}")
     return value
 
 
@@ -122,10 +179,9 @@ def select_slider(
         help=help,
         bind="query-params",
     )
-    ok = raw is not None and (fmt(value) == raw or _float_eq(raw, value))
     if expected is None:
         expected = f"one of {fmt(options[0])} … {fmt(options[-1])}"
-    _record(key, raw, value, ok, expected)
+    _record(key, raw, value, lambda r: fmt(value) == r or _float_eq(r, value), expected)
     return value
 
 
@@ -191,8 +247,8 @@ def radio(
         help=help,
         bind="query-params",
     )
-    ok = raw is not None and (raw == fmt(value) or raw == str(value))
-    _record(key, raw, value, ok, "one of " + ", ".join(fmt(o) for o in options))
+    took = lambda r: r in (fmt(value), str(value))  # noqa: E731
+    _record(key, raw, value, took, "one of " + ", ".join(fmt(o) for o in options))
     return value
 
 
@@ -216,16 +272,15 @@ def selectbox(
         help=help,
         bind="query-params",
     )
-    ok = raw is not None and (raw == fmt(value) or raw == str(value))
-    _record(key, raw, value, ok, "one of " + ", ".join(fmt(o) for o in options))
+    took = lambda r: r in (fmt(value), str(value))  # noqa: E731
+    _record(key, raw, value, took, "one of " + ", ".join(fmt(o) for o in options))
     return value
 
 
 def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> bool:
     raw = _raw(key)
     value = st.toggle(label, value=default, key=key, help=help, bind="query-params")
-    ok = isinstance(raw, str) and raw.lower() == str(value).lower()
-    _record(key, raw, value, ok, "true or false")
+    _record(key, raw, value, lambda r: r.lower() == str(value).lower(), "true or false")
     return value
 
 
@@ -273,22 +328,42 @@ def number(key: str, label: str, lo: int, hi: int, default: int, *, help: str | 
     )
     expected = f"a whole number from {lo} to {hi}"
     if value is None or not math.isfinite(value) or not lo <= value <= hi or value != int(value):
-        _record(key, raw if raw is not None else str(value), default, False, expected)
+        _record(key, raw if raw is not None else str(value), default, lambda r: False, expected)
         _force_default(key, float(default))
-    _record(key, raw, value, _float_eq(raw, value), expected)
+    _record(key, raw, value, lambda r: _float_eq(r, value), expected)
     return int(value)
 
 
 def text(
     key: str, label: str, default: str, *, max_chars: int = 500, help: str | None = None
 ) -> str:
-    """Free text; always shown back as text, never as HTML."""
+    """Free text; always shown back as text, never as HTML or markdown.
+
+    Streamlit takes a link's text even when it does not fit: it keeps the first
+    `max_chars` characters, and of a repeated parameter the last value. The note says
+    so, with lengths and counts but without echoing the text itself."""
     raw = _raw(key)
     value = st.text_input(
         label, value=default, max_chars=max_chars, key=key, help=help, bind="query-params"
     )
     value = value if value is not None else default
-    _record(key, raw, value, raw == value, f"text of at most {max_chars} characters")
+    said = []
+    if raw is not None:
+        asked = raw[-1] if isinstance(raw, list) else raw
+        if isinstance(raw, list):
+            said.append(f"The link gave `{key}` {len(raw)} times; the last one is used.")
+        if len(asked) > max_chars and value == asked[:max_chars]:
+            which = "That one" if isinstance(raw, list) else f"The link's `{key}`"
+            said.append(
+                f"{which} was {len(asked):,} characters long; the box holds {max_chars:,}, "
+                f"so its first {max_chars:,} are used."
+            )
+        elif value != asked:
+            said.append(
+                f"The link's `{key}` could not be put in the box as it was; the box shows "
+                "the text in use."
+            )
+    _note(key, raw, value, " ".join(said))
     return value
 
 
@@ -302,19 +377,28 @@ def multiselect(
     help: str | None = None,
 ) -> list[Any]:
     raw = _raw(key)
+    # Streamlit binds a list as ?k=a&k=b and ignores ?k=a,b; a link in that form (all eight
+    # heads: ?ablate=L0H0,…,L1H3) seeds the widget instead, on the session's first run.
+    by_name = {fmt(o): o for o in options}
+    parts = [p for p in raw.split(",") if p] if isinstance(raw, str) and "," in raw else []
+    seeded = key not in st.session_state and parts and all(p in by_name for p in parts)
+    if seeded:
+        st.session_state[key] = list(dict.fromkeys(by_name[p] for p in parts))
     value = st.multiselect(
         label,
         list(options),
-        default=list(default),
+        default=None if seeded else list(default),
         format_func=fmt,
         key=key,
         help=help,
         bind="query-params",
     )
-    asked = [raw] if isinstance(raw, str) else (raw or [])
-    asked = [a for part in asked for a in part.split(",") if a != ""]
-    ok = raw is not None and sorted(asked) == sorted(fmt(v) for v in value)
-    _record(key, raw, value, ok, "a list of " + ", ".join(fmt(o) for o in options))
+
+    def took(r: str | list[str]) -> bool:  # ?k=a,b and ?k=a&k=b both name a list
+        asked = [a for part in ([r] if isinstance(r, str) else r) for a in part.split(",") if a]
+        return sorted(asked) == sorted(fmt(v) for v in value)
+
+    _record(key, raw, value, took, "a list of " + ", ".join(fmt(o) for o in options), many=True)
     return value
 
 
@@ -336,7 +420,7 @@ def steps(key: str, labels: Sequence[str]) -> list:
     except KeyError:
         value = labels[0]
     value = value if value in labels else labels[0]
-    _record(key, raw, value, raw == value, "one of: " + ", ".join(labels))
+    _record(key, raw, value, lambda r: r == value, "one of: " + ", ".join(labels))
     st.session_state.setdefault(_STEP_KEYS, set()).add(key)
     if key in st.session_state.get(_NOTES, {}):
         with box:

@@ -1,7 +1,9 @@
 """Predict, then reveal: the student commits to an answer before seeing the computed truth.
 
 The page computes the truth with attn_core (for the instance its seed picked) and
-passes it in; nothing here knows the answers. Answers are not bound to the URL:
+passes it in; nothing here knows the answers. Questions, choices and explanations are
+the page's own markdown: any user text in them must already be escaped (ui.escape, or
+ui.safe_text inside a code span). Answers are not bound to the URL:
 a shared link should not give the game away.
 """
 
@@ -42,6 +44,8 @@ def predict_choice(
     if not _revealed(key, sent):
         return
     pick = st.session_state.get(f"pick-{key}")
+    if pick not in choices:
+        return  # feedback echoes the pick: only ever one of the page's own choices
     if pick == correct:
         box.success(f"Right: **{correct}**. {truth}")
     else:

@@ -1,0 +1,448 @@
+"""Heavy jobs (training, sweeps, timings) share the server fairly.
+
+One Streamlit server runs every student's session in its own thread of one process. A
+heavy button (train, sweep, time) used to start its work at once, so a class pressing Run
+with thirty different settings ran thirty CPU-bound jobs together on a 2-core machine, and
+every other student's slider rerun waited behind them. Three rules fix that:
+
+- A server-wide limit on heavy jobs running at once (`ATTN_HEAVY_JOBS`, default: half the
+  cores, at least 1 — on a 2-core machine one job runs and the other core stays free for
+  slider reruns). Presses queue first come, first served, and a queued press shows its
+  place in line and an estimate of the wait, refreshed while it waits. Moving a control
+  or pressing Stop ends the wait (Streamlit stops the run) and gives the place up.
+- A time budget per job (`ATTN_JOB_BUDGET_S`, default 30 s). A job polls
+  `job.should_stop()` between its steps and, once the budget is spent, ends cleanly with
+  what it has; the page says so and does not keep that partial result as the final one.
+- A cap on the wait itself (`ATTN_JOB_WAIT_S`, default 600 s): a press still in line after
+  that is dropped with a message instead of waiting on forever.
+
+Identical settings still run once: a page keeps finished results in a `Results` store
+shared by all sessions and takes a slot only when the store has nothing for its key
+(`shared()` does both, and waits for another session already running the same key).
+
+Set `ATTN_JOBS_LOG` to a file path to get one JSON line per job (kind, place in line,
+seconds waited and run, outcome); bench/load.py reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+POLL_S = 0.5  # how often a queued press checks its place and redraws the message
+STALE_S = 30.0  # a queued press not heard from for this long has gone (its thread ended)
+EWMA = 0.3  # weight of the newest run in a kind's typical duration
+
+
+def _env_number(name: str, default: float, *, cast=float, low: float = 0) -> float:
+    """An environment setting; a missing or unusable value gives the default."""
+    try:
+        value = cast(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value >= low else default
+
+
+def default_slots() -> int:
+    """Heavy jobs at once: ATTN_HEAVY_JOBS, else half the cores (at least one)."""
+    return int(_env_number("ATTN_HEAVY_JOBS", max(1, (os.cpu_count() or 1) // 2), cast=int, low=1))
+
+
+def budget_s() -> float:
+    """Seconds one job may run: ATTN_JOB_BUDGET_S (default 30)."""
+    return _env_number("ATTN_JOB_BUDGET_S", 30.0, low=1e-3)
+
+
+def wait_cap_s() -> float:
+    """Seconds a press may wait in line: ATTN_JOB_WAIT_S (default 600)."""
+    return _env_number("ATTN_JOB_WAIT_S", 600.0, low=0.0)
+
+
+def ordinal(n: int) -> str:
+    """1 -> '1st', 2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One press's place: in line (started is None), then running."""
+
+    kind: str
+    what: str
+    serial: int
+    joined: float
+    seen: float  # last time its thread asked (a queued press that stops asking has gone)
+    expected_s: float | None = None
+    started: float | None = None
+    place: int = 0  # its place in line when it joined (1 = next to run)
+
+
+class Limiter:
+    """At most `slots` tickets run at once; the others wait first in, first out.
+
+    Thread-safe and shared: every session's script thread calls it. `acquire` blocks
+    (up to a timeout) until the ticket is first in line and a slot is free; `release`
+    frees the slot (or the place in line) and must run in a `finally`.
+    """
+
+    def __init__(self, slots: int, *, clock: Callable[[], float] = time.monotonic):
+        if int(slots) != slots or slots < 1:
+            raise ValueError(f"slots must be a positive integer; got {slots}")
+        self.slots = int(slots)
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._waiting: deque[Ticket] = deque()
+        self._running: list[Ticket] = []
+        self._typical: dict[str, float] = {}  # kind -> typical seconds (moving average)
+        self._serial = itertools.count(1)
+        self.max_running = 0  # the most tickets that ever ran at once (for tests and benches)
+
+    def join(self, kind: str, what: str = "", expected_s: float | None = None) -> Ticket:
+        now = self.clock()
+        with self._cond:
+            t = Ticket(kind, what, next(self._serial), now, now, expected_s)
+            self._waiting.append(t)
+            t.place = len(self._waiting)
+            return t
+
+    def _drop_stale(self) -> None:
+        now = self.clock()
+        gone = [t for t in self._waiting if now - t.seen > STALE_S]
+        for t in gone:
+            self._waiting.remove(t)
+        if gone:
+            self._cond.notify_all()
+
+    def _may_start(self, t: Ticket) -> bool:
+        self._drop_stale()
+        return bool(self._waiting) and self._waiting[0] is t and len(self._running) < self.slots
+
+    def acquire(self, t: Ticket, timeout: float | None = None) -> bool:
+        """Wait until `t` may run (True), or `timeout` seconds pass (False)."""
+        with self._cond:
+            if t.started is not None:
+                return True
+            if t not in self._waiting:  # dropped as stale (its thread was held up): back
+                ahead = sum(x.serial < t.serial for x in self._waiting)  # to its old place
+                self._waiting.insert(ahead, t)
+            t.seen = self.clock()
+            if not self._cond.wait_for(lambda: self._may_start(t), timeout):
+                t.seen = self.clock()
+                return False
+            self._waiting.popleft()
+            t.started = self.clock()
+            self._running.append(t)
+            self.max_running = max(self.max_running, len(self._running))
+            self._cond.notify_all()  # the next in line may start too, if a slot is left
+            return True
+
+    def release(self, t: Ticket) -> None:
+        """Free `t`'s slot (recording how long it ran) or its place in line. Idempotent."""
+        with self._cond:
+            if t in self._running:
+                self._running.remove(t)
+                ran = self.clock() - t.started
+                old = self._typical.get(t.kind)
+                self._typical[t.kind] = ran if old is None else (1 - EWMA) * old + EWMA * ran
+            elif t in self._waiting:
+                self._waiting.remove(t)
+            self._cond.notify_all()
+
+    def position(self, t: Ticket) -> int:
+        """0 while running, 1 when next in line, 2 behind one other…; -1 once gone."""
+        with self._cond:
+            if t in self._running:
+                return 0
+            try:
+                return self._waiting.index(t) + 1
+            except ValueError:
+                return -1
+
+    def typical_s(self, kind: str, fallback: float) -> float:
+        """How long a job of this kind usually takes here (measured), else `fallback`."""
+        with self._cond:
+            return self._typical.get(kind, fallback)
+
+    def wait_estimate(self, t: Ticket, cap_s: float) -> float:
+        """Seconds until `t` starts if every job ahead takes its typical time (≤ cap_s).
+
+        Jobs are handed to whichever slot frees first, the way `acquire` hands them out.
+        A kind never measured on this server counts as `expected_s` if the page gave one,
+        else as the whole budget `cap_s`.
+        """
+        now = self.clock()
+        with self._cond:
+
+            def typical(x: Ticket) -> float:
+                guess = x.expected_s if x.expected_s is not None else cap_s
+                return min(self._typical.get(x.kind, guess), cap_s)
+
+            free = sorted(max(0.0, typical(r) - (now - r.started)) for r in self._running)
+            free += [0.0] * (self.slots - len(free))  # idle slots are free now
+            for x in self._waiting:
+                if x is t:
+                    return free[0]
+                free[0] += typical(x)
+                free.sort()
+            return 0.0
+
+    def counts(self) -> tuple[int, int]:
+        """(running, waiting) right now."""
+        with self._cond:
+            return len(self._running), len(self._waiting)
+
+
+class Job:
+    """A running job's time budget. Pass `should_stop` to the work as its stop check."""
+
+    def __init__(self, budget: float, *, clock: Callable[[], float] = time.monotonic):
+        self.budget_s = float(budget)
+        self.clock = clock
+        self.t0 = clock()
+        self.stopped = False  # True once should_stop() has said the budget is spent
+
+    @property
+    def elapsed_s(self) -> float:
+        return self.clock() - self.t0
+
+    def should_stop(self, *_: Any) -> bool:
+        """True once the budget is spent (accepts and ignores a progress callback's args)."""
+        if not self.stopped and self.elapsed_s >= self.budget_s:
+            self.stopped = True
+        return self.stopped
+
+    def stopped_text(self, done: int, total: int, unit: str = "steps") -> str:
+        """The sentence a page shows for a job that ran out of time."""
+        return (
+            f"Stopped after {done:,} of {total:,} {unit}: the server gives each heavy job at "
+            f"most {self.budget_s:g} s, so that a whole class can take turns."
+        )
+
+
+class GaveUpError(Exception):
+    """A press waited longer than the server's cap and was dropped (the message says so)."""
+
+
+_LIMITER: Limiter | None = None
+_RESULTS: dict[str, Results] = {}  # name -> that kind's finished results, for every session
+_LIMITER_LOCK = threading.Lock()
+_LOG_LOCK = threading.Lock()
+
+
+def limiter() -> Limiter:
+    """The server's one limiter (created on first use with `default_slots()`)."""
+    global _LIMITER
+    with _LIMITER_LOCK:
+        if _LIMITER is None:
+            _LIMITER = Limiter(default_slots())
+        return _LIMITER
+
+
+def reset(slots: int | None = None) -> Limiter:
+    """A fresh limiter (with `slots`, or the default) and no stored results: for tests."""
+    global _LIMITER
+    with _LIMITER_LOCK:
+        _LIMITER = Limiter(default_slots() if slots is None else slots)
+        _RESULTS.clear()
+        return _LIMITER
+
+
+def _log(**fields: Any) -> None:
+    path = os.environ.get("ATTN_JOBS_LOG")
+    if not path:
+        return
+    line = json.dumps({"time": time.time(), **fields})
+    with _LOG_LOCK, open(path, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
+def queue_text(lim: Limiter, t: Ticket, waited: float, budget: float) -> str:
+    """What a queued press shows: its place, the estimated wait, why there is a line."""
+    place = lim.position(t)
+    running, _ = lim.counts()
+    eta = lim.wait_estimate(t, budget)
+    slots = f"{lim.slots} heavy job{'s' if lim.slots > 1 else ''} at a time"
+    return (
+        f"Queued: **{ordinal(place)} in line**, about {eta:.0f} s to go (waited {waited:.0f} s). "
+        f"The server runs {slots} so that sliders stay quick for everyone ({running} running "
+        f"now, each stopped after at most {budget:g} s). Moving a control gives up your place."
+    )
+
+
+def _info(box) -> Callable[[str], None]:
+    return lambda text: box.info(text, icon=":material/hourglass_top:")
+
+
+@contextlib.contextmanager
+def slot(
+    kind: str,
+    what: str = "",
+    *,
+    show: Callable[[str], None] | None = None,
+    expected_s: float | None = None,
+    lim: Limiter | None = None,
+    budget: float | None = None,
+) -> Iterator[Job]:
+    """Wait for a heavy-job slot, showing the place in line; yield the running Job.
+
+    `show(markdown)` draws the queue message (default: an st.info in a fresh st.empty(),
+    cleared once the job starts); it runs every POLL_S seconds while the press waits, and
+    each call is a point where Streamlit can stop the run (a new rerun, Stop, a closed
+    tab) — the `finally` then gives the place up. Raises GaveUpError after ATTN_JOB_WAIT_S.
+    """
+    lim = limiter() if lim is None else lim
+    budget = budget_s() if budget is None else budget
+    box = None
+    if show is None:
+        box = st.empty()
+        show = _info(box)
+    t = lim.join(kind, what, expected_s)
+    outcome, job, shown = "cancelled", None, False
+    try:
+        cap = wait_cap_s()
+        while not lim.acquire(t, timeout=POLL_S):
+            waited = lim.clock() - t.joined
+            if waited >= cap:
+                outcome = "gave-up"
+                raise GaveUpError(
+                    f"The server is busy: after {waited:.0f} s this press was still "
+                    f"{ordinal(lim.position(t))} in line for a heavy-job slot, so it was "
+                    "dropped. Press again in a while."
+                )
+            show(queue_text(lim, t, waited, budget))
+            shown = True
+        if shown and box is not None:
+            box.empty()
+        job = Job(budget, clock=lim.clock)
+        yield job
+        outcome = "stopped" if job.stopped else "finished"
+    except GaveUpError:
+        raise
+    except Exception:
+        outcome = "error"
+        raise
+    finally:
+        now = lim.clock()
+        lim.release(t)
+        started = t.started if t.started is not None else now
+        _log(
+            kind=kind, what=what, place=t.place, waited_s=round(started - t.joined, 3),
+            ran_s=round(now - started, 3) if t.started is not None else 0.0, outcome=outcome,
+        )  # fmt: skip
+
+
+class Results:
+    """Finished results of one kind of job, shared by every session (oldest dropped first).
+
+    Also knows which keys are being computed right now, so a second session asking for
+    the same key waits for the first instead of running it again.
+    """
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._done: OrderedDict[Hashable, Any] = OrderedDict()
+        self._busy: dict[Hashable, threading.Event] = {}
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        with self._lock:
+            if key in self._done:
+                self._done.move_to_end(key)
+                return self._done[key]
+            return default
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._done
+
+    def put(self, key: Hashable, value: Any) -> Any:
+        with self._lock:
+            self._done[key] = value
+            self._done.move_to_end(key)
+            while len(self._done) > self.max_entries:
+                self._done.popitem(last=False)
+        return value
+
+    def claim(self, key: Hashable) -> threading.Event | None:
+        """None if this caller should compute `key` (call `unclaim` after), else the
+        event that the session computing it will set."""
+        with self._lock:
+            if key in self._busy:
+                return self._busy[key]
+            self._busy[key] = threading.Event()
+            return None
+
+    def unclaim(self, key: Hashable) -> None:
+        with self._lock:
+            ev = self._busy.pop(key, None)
+        if ev is not None:
+            ev.set()
+
+
+def results(name: str, max_entries: int = 16) -> Results:
+    """The server's store for `name` (created on first use; pages rerun, this module does not)."""
+    with _LIMITER_LOCK:
+        if name not in _RESULTS:
+            _RESULTS[name] = Results(max_entries)
+        return _RESULTS[name]
+
+
+def shared(
+    store: Results,
+    key: Hashable,
+    work: Callable[[Job], Any],
+    *,
+    kind: str,
+    what: str = "",
+    show: Callable[[str], None] | None = None,
+    expected_s: float | None = None,
+    lim: Limiter | None = None,
+    budget: float | None = None,
+) -> tuple[Any, Job | None]:
+    """`work(job)`'s result for `key`, computed at most once across sessions.
+
+    A finished result comes straight from `store` (no slot, job None). If another session
+    is computing `key`, this one waits for it (saying so) and takes its result. Otherwise
+    it queues for a slot and runs `work(job)`; the result is stored only if the job was
+    not stopped by its budget, and returned either way with its Job (job.stopped tells).
+    """
+    while True:
+        if key in store:
+            return store.get(key), None
+        event = store.claim(key)
+        if event is None:
+            break
+        box = None
+        if show is None:
+            box = st.empty()
+            say = _info(box)
+        else:
+            say = show
+        t0 = time.monotonic()
+        while not event.wait(POLL_S):
+            say(
+                "Another session is running exactly these settings; waiting for its result "
+                f"({time.monotonic() - t0:.0f} s so far)."
+            )
+        if box is not None:
+            box.empty()
+        # its result is in the store now, unless it was stopped or cancelled: then try again
+    try:
+        with slot(kind, what, show=show, expected_s=expected_s, lim=lim, budget=budget) as job:
+            value = work(job)
+        if not job.stopped:
+            store.put(key, value)
+        return value, job
+    finally:
+        store.unclaim(key)
