@@ -364,7 +364,7 @@ async def _presser(browser, base, i, rng, a, out, done) -> None:
         button = page.locator("button", has_text=label).first
         await button.wait_for(timeout=300_000)
         t0 = time.monotonic()
-        await button.click()
+        await button.click(timeout=300_000)  # a starved (nice 19) renderer can take a while
         rec["pressed_at"] = t0
         idle_since = None
         while time.monotonic() - t0 < a.max_wait:

@@ -284,6 +284,36 @@ def _info(box) -> Callable[[str], None]:
     return lambda text: box.info(text, icon=":material/hourglass_top:")
 
 
+def job_nice() -> int:
+    """How much lower a heavy job's thread runs than the slider reruns: ATTN_JOB_NICE
+    (default 10; 0 leaves it alone)."""
+    return int(_env_number("ATTN_JOB_NICE", 10, cast=int, low=0))
+
+
+@contextlib.contextmanager
+def _lower_priority() -> Iterator[None]:
+    """Run the body at a higher nice value for this thread only (Linux gives each thread
+    its own), so the scheduler serves every other session's rerun before the heavy job.
+
+    Only the job's own thread changes, and Streamlit ends a script thread with its run.
+    Raising the priority back needs a privilege a hosted app may lack; then the rest of
+    this run stays lowered, which only delays drawing the job's own result a little.
+    """
+    nice, tid, before = job_nice(), threading.get_native_id(), None
+    if nice:
+        try:
+            before = os.getpriority(os.PRIO_PROCESS, tid)
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, before + nice))
+        except (AttributeError, OSError):  # not Linux, or not allowed: run as it is
+            before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, tid, before)
+
+
 @contextlib.contextmanager
 def slot(
     kind: str,
@@ -325,7 +355,8 @@ def slot(
         if shown and box is not None:
             box.empty()
         job = Job(budget, clock=lim.clock)
-        yield job
+        with _lower_priority():
+            yield job
         outcome = "stopped" if job.stopped else "finished"
     except GaveUpError:
         raise
