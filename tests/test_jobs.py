@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
@@ -134,6 +135,35 @@ def test_slot_releases_on_exception_and_on_streamlit_stop(tmp_path, monkeypatch)
         assert not job.stopped
     outcomes = [json.loads(line)["outcome"] for line in log.read_text().splitlines()]
     assert outcomes == ["error", "cancelled", "finished"]
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="per-thread nice is Linux's")
+def test_a_job_runs_its_thread_at_a_lower_priority_and_gives_it_back(monkeypatch):
+    """Only the job's own thread is lowered, by ATTN_JOB_NICE, and only while it runs."""
+    tid = threading.get_native_id()
+    before = os.getpriority(os.PRIO_PROCESS, tid)
+    if before > 14:
+        pytest.skip("this test thread already runs near the lowest priority")
+    seen, go = {}, threading.Event()
+
+    def other() -> None:  # another session's thread, started before the job (as they are)
+        go.wait(5)
+        seen["other"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    t = threading.Thread(target=other)
+    t.start()
+    monkeypatch.setenv("ATTN_JOB_NICE", "5")
+    with jobs.slot("test", lim=jobs.Limiter(1), show=print, budget=5):
+        seen["job"] = os.getpriority(os.PRIO_PROCESS, tid)
+        go.set()
+        t.join()
+    assert seen == {"job": before + 5, "other": before}
+    after = os.getpriority(os.PRIO_PROCESS, tid)
+    if os.geteuid() == 0:  # raising it back needs the privilege root has
+        assert after == before
+    monkeypatch.setenv("ATTN_JOB_NICE", "0")
+    with jobs.slot("test", lim=jobs.Limiter(1), show=print, budget=5):
+        assert os.getpriority(os.PRIO_PROCESS, tid) == after
 
 
 def test_slot_shows_the_queue_while_it_waits(tmp_path, monkeypatch):
