@@ -16,8 +16,8 @@
    start -> `/_stcore/health` answering `ok`.
 3. Opens the lesson (ui.lesson.available(), in order) in Debian's Chromium through
    Playwright, run from *this* interpreter (the system python), as one session: it loads
-   the home page, then follows each page's "Next:" link (in-app navigation keeps the same
-   websocket session). On every page it waits until the script is idle and the page has
+   the home page, then follows each page's "Next lesson:" link (in-app navigation keeps
+   the same websocket session). On every page it waits until the script is idle and the page has
    stopped changing, then checks: the page's title, no `stException`, at least one plotly
    chart drawn, no JavaScript error.
 4. Reads the server's VmRSS (now) and VmHWM (peak) from /proc/<pid>/status once idle after
@@ -231,7 +231,7 @@ def visit_lesson(base: str) -> list[dict]:
         rows.append(check_page(page, lessons[0], errors, "url", t0))
         for lesson in lessons[1:]:
             t0 = time.monotonic()
-            link = page.locator("a", has_text=f"Next: {lesson.title}").first
+            link = page.locator("a", has_text=f"Next lesson: {lesson.title}").first
             if link.count():
                 link.click()
                 via = "Next link"

@@ -149,3 +149,28 @@ def test_tour_stays_on_localhost_and_every_control_is_reachable_by_keyboard(serv
         assert not errors, errors
     finally:
         page.context.close()
+
+
+def test_next_opens_the_next_step_from_its_top_and_puts_it_in_the_link(server_url, browser):
+    """The bottom Next button walks the steps: the tab, the URL and the scroll follow."""
+    page, errors = open_page(browser, f"{server_url}/scaling")
+    try:
+        main = '[data-testid="stMain"]'
+        page.get_by_role("button", name="Next: Spread").scroll_into_view_if_needed()
+        assert page.eval_on_selector(main, "m => m.scrollTop") > 0
+        page.get_by_role("button", name="Next: Spread").click()
+        page.wait_for_function(
+            "() => document.querySelector('[role=tab][aria-selected=true]')?.innerText"
+            ".trim() === 'Spread'",
+            timeout=30_000,
+        )
+        wait_idle(page)
+        page.wait_for_function(
+            f"() => document.querySelector('{main}').scrollTop === 0", timeout=10_000
+        )
+        assert "step=Spread" in page.url
+        assert page.get_by_role("button", name="Next: Saturation").count() == 1
+        assert page.get_by_role("link", name="Next lesson: Softmax and values").count() == 1
+        assert not errors
+    finally:
+        page.context.close()

@@ -61,6 +61,7 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
         controls.reset_notes()  # notes about another page's link do not belong here
         st.session_state["_ui_page"] = file
     st.session_state["_ui_chart_n"] = 0
+    st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
     if share.presenting():
         st.html(share.PRESENT_CSS)
     else:
@@ -128,19 +129,45 @@ def explain(title: str, body: str, *, expanded: bool = False) -> None:
 
 
 def prev_next(file: str) -> None:
-    """Previous / Next along the lesson path, and where you are in it."""
+    """Previous / Next: through the page's steps first, then along the lesson path.
+
+    A page split by ui.steps() gets buttons to the step before and after the open one
+    ("Next: Spread"); the links to the neighbouring lessons are always there too, so a
+    class can move on without visiting every step. Lessons are counted as lessons and
+    steps as steps, so "Lesson 2 of 9 · step 3 of 6" never mixes the two. (The new step
+    shows from its top without help: a closed step sends nothing, so the page is short
+    for a moment when the tab changes and the browser's scroll position resets.)
+    """
     lessons = available()
     files = [lesson.file for lesson in lessons]
     i = files.index(file)
+    opened = controls.open_step()
+    key, labels, label = opened if opened else ("", (), "")
+    j = labels.index(label) if label in labels else 0
     st.divider()
-    left, mid, right = st.columns([2, 1, 2], vertical_alignment="center")
-    if i > 0:
-        prev = lessons[i - 1]
-        left.page_link(prev.file, label=f"Previous: {prev.title}", icon=":material/arrow_back:")
-    mid.caption(f"Step {i + 1} of {len(lessons)}")
+    left, mid, right = st.columns([2, 1, 2], vertical_alignment="top")
+    with left:
+        if j > 0:
+            st.button(
+                f"Previous: {labels[j - 1]}", icon=":material/arrow_back:", key="_ui_prev_step",
+                on_click=controls.go_to_step, args=(key, labels[j - 1]),
+            )  # fmt: skip
+        if i > 0:
+            prev = lessons[i - 1]
+            st.page_link(
+                prev.file, label=f"Previous lesson: {prev.title}", icon=":material/first_page:"
+            )
+    where = f"Lesson {i + 1} of {len(lessons)}"
+    mid.caption(where + (f" · step {j + 1} of {len(labels)}" if labels else ""))
     if share.presenting():
         with mid:
             share.present_toggle_link(file)
-    if i + 1 < len(lessons):
-        nxt = lessons[i + 1]
-        right.page_link(nxt.file, label=f"Next: {nxt.title}", icon=":material/arrow_forward:")
+    with right:
+        if j + 1 < len(labels):
+            st.button(
+                f"Next: {labels[j + 1]}", icon=":material/arrow_forward:", type="primary",
+                key="_ui_next_step", on_click=controls.go_to_step, args=(key, labels[j + 1]),
+            )  # fmt: skip
+        if i + 1 < len(lessons):
+            nxt = lessons[i + 1]
+            st.page_link(nxt.file, label=f"Next lesson: {nxt.title}", icon=":material/last_page:")

@@ -23,6 +23,7 @@ import streamlit as st
 _NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
 _RUN_NOTES = "_ui_run_notes"  # session_state: notes raised by page logic this run
 _STEP_KEYS = "_ui_step_keys"  # session_state: keys of steps() tabs, which show their own note
+_OPEN_STEP = "_ui_open_step"  # session_state: (key, labels, open label) of this run's steps()
 
 
 def _raw(key: str) -> str | list[str] | None:
@@ -422,10 +423,21 @@ def steps(key: str, labels: Sequence[str]) -> list:
     value = value if value in labels else labels[0]
     _record(key, raw, value, lambda r: r == value, "one of: " + ", ".join(labels))
     st.session_state.setdefault(_STEP_KEYS, set()).add(key)
+    st.session_state[_OPEN_STEP] = (key, tuple(labels), value)  # for prev_next()
     if key in st.session_state.get(_NOTES, {}):
         with box:
             st.warning(st.session_state[_NOTES][key][0], icon=":material/link_off:")
     return tabs
+
+
+def open_step() -> tuple[str, tuple[str, ...], str] | None:
+    """(key, labels, open label) of the steps() drawn in this run, or None."""
+    return st.session_state.get(_OPEN_STEP)
+
+
+def go_to_step(key: str, label: str) -> None:
+    """A button callback: open step `label` of the steps() bound to `key`."""
+    st.session_state[key] = label
 
 
 def note(message: str) -> None:
