@@ -347,15 +347,29 @@ def live_section(seed: int, srun) -> None:
     """Training from scratch: only on a button press, cached per seed (bounded)."""
     store, lock = live_runs()
     steps = ind.PRETRAINED_STEPS  # as many as the shipped model had
-    go = st.button(f"Train from scratch at seed {seed} ({steps:,} steps)", type="primary")
+    # How long a run takes: this server's own recent runs, else the shipped run's time.
+    took = ui.jobs.limiter().typical_s("heads", srun.seconds * steps / max(srun.done, 1))
+    go = st.button(
+        f"Train from scratch at seed {seed} ({steps:,} steps, about {took:.0f} s)",
+        type="primary",
+    )
     status, chart = st.empty(), st.empty()  # progress bar above the chart
     r = store.get(seed)
     if go and r is None:
         bar = status.progress(0.0, text="Starting…")
+        with chart.container():  # the last result stays until the live curves replace it
+            ui.show(
+                run_view(
+                    "shipped", srun, f"Training curves — the shipped model (seed {srun.seed})"
+                )[0]
+            )
 
         def on_step(step, run):
+            left = (run.steps - step) * run.seconds / max(step, 1)
             bar.progress(
-                step / run.steps, text=f"step {step:,} of {run.steps:,} · {run.seconds:.0f} s"
+                step / run.steps,
+                text=f"Training the two-layer model: step {step:,} of {run.steps:,} · "
+                f"{run.seconds:.0f} s, about {left:.0f} s to go",
             )
             if step % 150 == 0:
                 chart.plotly_chart(fh.run_curves(run, "Training live…").fig, key=f"live{step}")

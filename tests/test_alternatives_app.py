@@ -50,7 +50,8 @@ def _controls(at) -> list[str]:
 
 
 def _buttons(at) -> list[str]:
-    return [b.label for b in at.button if b.label != "Reveal"]
+    """The step's own buttons: not the exercises' Reveal, not the Previous/Next at the bottom."""
+    return [b.label for b in at.button if b.label != "Reveal" and not b.key.startswith("_ui_")]
 
 
 def test_each_step_shows_only_its_own_charts_and_controls():

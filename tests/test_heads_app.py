@@ -4,6 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import attn_core.induction as ind
+import ui.jobs as jobs
 from tests.support.apptest import (
     ROOT,
     all_specs,
@@ -158,10 +159,15 @@ def test_ablating_the_induction_heads_removes_the_gain():
 
 def test_live_training_on_button_press(monkeypatch):
     monkeypatch.setattr(ind, "PRETRAINED_STEPS", 30)  # a CI-sized run; the page trains this many
+    jobs.reset()  # no typical time from an earlier test's run: the label uses the shipped one
     at = run_page(PAGE, seed="97", step="Train")
     no_exception(at)
     assert _subheaders(at) == ["6. Train it live"]
     button = next(b for b in at.button if "Train from scratch at seed 97" in b.label)
+    # the button says how long: the shipped run's time per step, for as many steps
+    shipped = ind.load_pretrained()[1]
+    expect = shipped.seconds * 30 / shipped.done
+    assert f"(30 steps, about {expect:.0f} s)" in button.label, button.label
     button.click().run()
     no_exception(at)
     assert any("your live run, seed 97" in t for t in chart_titles(at))
