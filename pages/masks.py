@@ -45,7 +45,6 @@ CAPTIONS = {
 CUSTOM_CHARS = 3000
 LENGTHS = "5,3,7"
 LEAK_FILL, LEAK_SIZE = "-1e4", 10000.0  # the leak suggestion: a small fill, large logits
-T_Q = 6  # the default query length, and the default batch size of the broadcasting bug
 STEPS = ("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost")
 # the sidebar's controls; each step's own controls show their notes inside the step
 MAIN_CONTROLS = ("mask", "tokens", "window", "prefix", "lengths", "causal", "custom", "example",
@@ -270,7 +269,7 @@ def controls() -> dict:
 
 def query_length() -> int:
     """T_q, shown by two steps: the same widget (same key and arguments) in whichever is open."""
-    return ui.slider("T_q", "Query length T_q", 1, 48, T_Q)
+    return ui.slider("T_q", "Query length T_q", 1, 48, 6)
 
 
 def row_notices(c: dict, m: dict) -> None:
@@ -438,9 +437,7 @@ def bug_step(T: int, lengths: tuple, example: int) -> None:
     st.subheader("5 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
     left, right = st.columns(2)
     with left:
-        # B starts equal to T_q: the step opens on the silent bug, its point; any other
-        # B gives PyTorch's shape error, the loud contrast.
-        B = ui.slider("batch", "Batch size B", 1, 48, T_Q)
+        B = ui.slider("batch", "Batch size B", 1, 48, 3)
     with right:
         T_q = query_length()
     ui.show_notes(keys=("batch", "T_q"))
@@ -457,15 +454,10 @@ def bug_step(T: int, lengths: tuple, example: int) -> None:
     elif B == 1:
         st.success("B = 1: the bare mask acts as (1, 1, 1, T_k), which is right by luck.")
     else:
-        st.info(  # not st.warning: warnings are the link's notes, and nothing is wrong with it
+        st.warning(
             f"B = T_q = {B}: **no error**, yet query row i of every example is masked with "
             "example i's padding.",
             icon=":material/visibility_off:",
-        )
-        st.markdown(
-            f"Set **B** to anything but {T_q} and the same line fails loudly: PyTorch refuses "
-            "the shapes with a RuntimeError. That is the lucky case; this one trains on the "
-            "wrong context without a word."
         )
         for chart in bug:
             ui.show(chart)
@@ -575,10 +567,9 @@ BUG_CODE = (
 )
 TRY_SHAPES = [
     (
-        "Set the batch size B to one less than T_q",
-        "PyTorch refuses with a RuntimeError: the loud case. Set it back to T_q and the "
-        "error disappears while the picture fills with vermillion and orange cells: wrong "
-        "rows, no warning.",
+        "Set the batch size B equal to T_q",
+        "the error disappears and the picture fills with "
+        "vermillion and orange cells: wrong rows, no warning.",
     ),
     (
         "With B = T_q, type lengths 4,4,4",
