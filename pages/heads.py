@@ -349,8 +349,10 @@ def live_section(seed: int, srun) -> None:
     steps = ind.PRETRAINED_STEPS  # as many as the shipped model had
     # How long a run takes: this server's own recent runs, else the shipped run's time.
     took = ui.jobs.limiter().typical_s("heads", srun.seconds * steps / max(srun.done, 1))
+    over = took > ui.jobs.budget_s()  # then the server's per-job budget stops it early
     go = st.button(
-        f"Train from scratch at seed {seed} ({steps:,} steps, about {took:.0f} s)",
+        f"Train from scratch at seed {seed} ({steps:,} steps, about {took:.0f} s"
+        + (f"; this server stops a job after {ui.jobs.budget_s():g} s)" if over else ")"),
         type="primary",
     )
     status, chart = st.empty(), st.empty()  # progress bar above the chart

@@ -157,6 +157,14 @@ def test_ablating_the_induction_heads_removes_the_gain():
     assert not any(k.startswith("Loss on repeated tokens with") for k in _metrics(at))
 
 
+def test_the_train_button_warns_when_the_run_outlasts_the_servers_budget(monkeypatch):
+    monkeypatch.setenv("ATTN_JOB_BUDGET_S", "0.5")
+    jobs.reset()
+    at = run_page(PAGE, seed="97", step="Train")
+    [label] = [b.label for b in at.button if b.label.startswith("Train from scratch")]
+    assert label.endswith("; this server stops a job after 0.5 s)"), label
+
+
 def test_live_training_on_button_press(monkeypatch):
     monkeypatch.setattr(ind, "PRETRAINED_STEPS", 30)  # a CI-sized run; the page trains this many
     jobs.reset()  # no typical time from an earlier test's run: the label uses the shipped one
@@ -168,6 +176,7 @@ def test_live_training_on_button_press(monkeypatch):
     shipped = ind.load_pretrained()[1]
     expect = shipped.seconds * 30 / shipped.done
     assert f"(30 steps, about {expect:.0f} s)" in button.label, button.label
+    assert "stops a job after" not in button.label  # 30 steps fit the server's budget
     button.click().run()
     no_exception(at)
     assert any("your live run, seed 97" in t for t in chart_titles(at))
