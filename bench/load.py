@@ -43,6 +43,12 @@ line, the highest place in line a page showed, and the server's memory above idl
     python bench/load.py --scenario run                        # the issue's class: 30 + 9
     python bench/load.py --scenario run --sessions 8 --probes 3 --seconds 30 --arrive 10
 
+`--sessions 0` is the control: the same probes with nobody pressing. The memory row sums
+the proportional set size (PSS) of the server, its forkserver and the job workers, sampled
+every 0.5 s (ui.jobs runs each job in a worker process). Both browsers start through a
+wrapper without CAP_SYS_NICE (`_launcher`): run as root, Chromium would otherwise lift its
+own threads above the server.
+
 `--budget` and `--slots` set the server's ATTN_JOB_BUDGET_S and ATTN_HEAVY_JOBS.
 Targets (issue 17): zero errors, probe slider p95 <= 1 s, every press finished or stopped
 with a message, server peak <= 600 MB above idle per heavy job running at once.
@@ -52,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -100,6 +107,36 @@ def _cpu_s(pid: int) -> float:
     return (int(st[11]) + int(st[12])) / HZ
 
 
+def _children_cpu_s(pid: int) -> float:
+    """CPU of the finished children of the server's tree: the heavy jobs' worker processes
+    (children of the forkserver, which waits for them) and finished forkservers."""
+    total = 0.0
+    for q in _tree(pid):
+        with contextlib.suppress(OSError, IndexError):
+            st = _stat(q)
+            total += (int(st[13]) + int(st[14])) / HZ
+    return total
+
+
+def _pss_mb(pid: int) -> float:
+    """Proportional set size: pages shared with the forkserver are split, not counted twice."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+async def _sample_memory(pid: int, stop: asyncio.Event, peak: dict) -> None:
+    """Every 0.5 s: the server's whole tree (server, forkserver, running job workers), PSS."""
+    while not stop.is_set():
+        total = sum(_pss_mb(q) for q in _tree(pid))
+        peak["tree"] = max(peak.get("tree", 0.0), total)
+        await asyncio.sleep(0.5)
+
+
 def _rss_mb(pid: int, field: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -117,6 +154,29 @@ def _pids(needle: bytes) -> set[int]:
             except OSError:
                 continue
     return found
+
+
+def _launcher(nice: int = 0) -> str:
+    """The Chromium to launch: as a desktop user runs it, unable to raise its own priority.
+
+    Run as root (as in this sandbox), Chromium lifts its display and IO threads to nice -8
+    (its browser, GPU/compositor and renderer processes), above the server at nice 0:
+    measured here, during a class run the server then got 31 % of one core while the
+    browsers took the rest, so the bench timed this machine's drawing instead of the app.
+    An ordinary user's Chromium cannot do that (it needs CAP_SYS_NICE). Where we are root
+    and `setpriv` exists, Chromium starts through a small wrapper that drops that
+    capability (and starts at `nice`, which its children inherit and cannot undo).
+    """
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        return B.CHROMIUM
+    path = Path(tempfile.mkdtemp(prefix="attn-chromium-")) / "chromium"
+    drop = "--inh-caps=-sys_nice --bounding-set=-sys_nice"
+    path.write_text(f'#!/bin/sh\nexec nice -n {nice} {setpriv} {drop} -- {B.CHROMIUM} "$@"\n')
+    path.chmod(0o755)
+    return str(path)
 
 
 def _browsers() -> set[int]:
@@ -239,11 +299,12 @@ async def _main(a) -> None:
     with B.streamlit_server() as base:
         pid = next(iter(_pids(b"streamlit run app.py") & _tree(os.getpid())))
         async with async_playwright() as p:
-            launch = dict(executable_path=B.CHROMIUM, headless=True, args=B.CHROMIUM_ARGS)
+            launch = dict(headless=True, args=B.CHROMIUM_ARGS)
             # Each browser's root is the process Playwright talks to through a pipe.
-            probes = await p.chromium.launch(**launch)
+            probes = await p.chromium.launch(executable_path=_launcher(0), **launch)
             (probe_root,) = _browsers()
-            loaders = await p.chromium.launch(**launch)
+            low = 19 if a.probes else 0
+            loaders = await p.chromium.launch(executable_path=_launcher(low), **launch)
             (root,) = _browsers() - {probe_root}
             roots = {"probe": probe_root, "loader": root}
             stop = asyncio.Event()
@@ -335,7 +396,8 @@ def heavy_press(i: int) -> tuple[str, dict, str]:
         d_k = (16, 32, 64, 128, 256, 512)[k % 6]
         steps = (400, 800, 1200, 2000)[k % 4]
         opt = ("sgd", "adam")[k % 2]
-        return page, dict(d_k=d_k, steps=steps, optimizer=opt, seed=100 + i), "Run both"
+        params = dict(step="Train", d_k=d_k, steps=steps, optimizer=opt, seed=100 + i)
+        return page, params, "Run both"
     if page == "heads":
         return page, dict(step="Train", seed=10 + k), "Train from scratch"
     if page == "cost":
@@ -368,8 +430,10 @@ async def _presser(browser, base, i, rng, a, out, done) -> None:
         rec["pressed_at"] = t0
         idle_since = None
         while time.monotonic() - t0 < a.max_wait:
-            await asyncio.sleep(1.0)
-            text = await page.evaluate("() => document.body.innerText")
+            await asyncio.sleep(2.0)
+            # textContent, not innerText: innerText lays the whole page out on every poll, in
+            # a browser that shares this machine's cores with the server and the probes
+            text = await page.evaluate("() => document.body.textContent")
             if m := QUEUED.search(text):
                 rec["place"] = max(rec["place"], int(m.group(1)))
             running = not await page.locator(B.IDLE).count()
@@ -383,7 +447,8 @@ async def _presser(browser, base, i, rng, a, out, done) -> None:
             rec["seconds"] = time.monotonic() - t0
             if await page.locator('[data-testid="stException"]').count():
                 rec["outcome"] = "error"
-                out["errors"].append(f"exception box on {url}")
+                said = await page.locator('[data-testid="stException"]').first.inner_text()
+                out["errors"].append(f"exception box on {url}: {said[:300]!r}")
             break
         else:
             out["errors"].append(f"{url}: press not resolved within {a.max_wait:g} s")
@@ -419,10 +484,10 @@ async def _class_run(a) -> None:
     with B.streamlit_server() as base:
         pid = next(iter(_pids(b"streamlit run app.py") & _tree(os.getpid())))
         async with async_playwright() as p:
-            launch = dict(executable_path=B.CHROMIUM, headless=True, args=B.CHROMIUM_ARGS)
-            probes = await p.chromium.launch(**launch)
+            launch = dict(headless=True, args=B.CHROMIUM_ARGS)
+            probes = await p.chromium.launch(executable_path=_launcher(0), **launch)
             (probe_root,) = _browsers()
-            pressers = await p.chromium.launch(**launch)
+            pressers = await p.chromium.launch(executable_path=_launcher(19), **launch)
             (root,) = _browsers() - {probe_root}
             stop = asyncio.Event()
             nicer = asyncio.create_task(_keep_nice(root, stop))
@@ -444,6 +509,8 @@ async def _class_run(a) -> None:
             if a.probes:
                 await start.wait()  # the probes are on their pages and moving sliders
             idle_rss, cpu0, t0 = _rss_mb(pid, "VmRSS"), _cpu_s(pid), time.monotonic()
+            kids0, mem = _children_cpu_s(pid), {"idle": sum(_pss_mb(q) for q in _tree(pid))}
+            sampler = asyncio.create_task(_sample_memory(pid, stop, mem))
             Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM from here on
             left = [a.sessions]
 
@@ -453,6 +520,9 @@ async def _class_run(a) -> None:
                     out["deadline"] = max(time.monotonic(), t0 + a.seconds)
                     out["all_done"].set()
 
+            if not a.sessions:  # the control run: probes alone, for `--seconds`
+                out["deadline"] = t0 + a.seconds
+                out["all_done"].set()
             tasks += [
                 asyncio.create_task(
                     _presser(pressers, base, i, random.Random(1000 + i), a, out, pressed)
@@ -461,16 +531,18 @@ async def _class_run(a) -> None:
             ]
             await asyncio.gather(*tasks)
             busy_s, cpu = time.monotonic() - t0, _cpu_s(pid) - cpu0
+            mem["workers_cpu"] = _children_cpu_s(pid) - kids0
             peak = _rss_mb(pid, "VmHWM")
             stop.set()
             await nicer
+            await sampler
             await probes.close()
             await pressers.close()
     jobs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak)
+    _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak, mem)
 
 
-def _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak) -> None:
+def _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak, mem) -> None:
     lat, presses = out["latency"]["probe"], out["presses"]
     counts: dict[str, int] = {}
     for r in presses:
@@ -499,6 +571,10 @@ def _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak) -> None:
         ("press -> end, max", f"{max((r.get('seconds', 0) for r in presses), default=0):.0f} s"),
         ("server CPU use", f"{cpu / busy_s:.0%} of one core"),
         ("server RSS idle / peak", f"{idle_rss:.0f} / {peak:.0f} MB (+{peak - idle_rss:.0f} MB)"),
+        ("job workers' CPU", f"{mem['workers_cpu'] / busy_s:.0%} of one core (nice "
+         f"{os.environ.get('ATTN_JOB_NICE', '10')})"),
+        ("server + workers PSS", f"{mem['idle']:.0f} idle / {mem.get('tree', 0):.0f} MB peak "
+         f"(+{mem.get('tree', 0) - mem['idle']:.0f} MB; forkserver and job processes included)"),
     ]  # fmt: skip
     for k, v in rows:
         print(f"{k:<30}{v}")

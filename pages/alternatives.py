@@ -78,7 +78,9 @@ def cosine_view(tau: float, seed: int):
 
 def score_speed(Ts: tuple[int, ...], device: str):
     def work(job):
-        rows = time_dot_vs_additive(Ts, device=device, should_stop=job.should_stop)
+        rows = ui.jobs.call(  # in a worker process, stopped by the job's budget
+            time_dot_vs_additive, Ts, device=device, hook="should_stop", should_stop=job.should_stop
+        )
         return [(r.T, r.dot_s, r.additive_s) for r in rows]
 
     return _timed("time_scores", Ts, device, work)
@@ -86,7 +88,13 @@ def score_speed(Ts: tuple[int, ...], device: str):
 
 def attn_speed(Ts: tuple[int, ...], device: str):
     def work(job):
-        rows = time_softmax_vs_linear(Ts, device=device, should_stop=job.should_stop)
+        rows = ui.jobs.call(
+            time_softmax_vs_linear,
+            Ts,
+            device=device,
+            hook="should_stop",
+            should_stop=job.should_stop,
+        )
         return [(r.T, r.softmax_s, r.linear_s) for r in rows]
 
     return _timed("time_linear", Ts, device, work)

@@ -101,9 +101,10 @@ def walk_chart(walk_T: int, block: int, causal: bool, step: int):
 
 @st.cache_data(max_entries=96, show_spinner=False)
 def measured(method: str, T: int, heads: int, d_k: int, dtype: str, device: str, block: int):
-    return dataclasses.asdict(
-        measure_point(method, T, heads=heads, d_k=d_k, dtype=dtype, device=device, block=block)
+    point = ui.jobs.call(  # in a worker process (ui.jobs.call), like every heavy job
+        measure_point, method, T, heads=heads, d_k=d_k, dtype=dtype, device=device, block=block
     )
+    return dataclasses.asdict(point)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -116,7 +117,7 @@ def parallel_timings(width: int, device: str, show) -> list[dict]:
     in a heavy-job slot (ui.jobs): a timing on a busy server measures the other jobs."""
 
     def work(_job) -> list[dict]:  # a second or two: no point to stop at inside it
-        rows = time_parallel_vs_recurrent(PARALLEL_TS, width, device=device)
+        rows = ui.jobs.call(time_parallel_vs_recurrent, PARALLEL_TS, width, device=device)
         return [dataclasses.asdict(r) for r in rows]
 
     rows, _ = ui.jobs.shared(

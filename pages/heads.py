@@ -383,9 +383,10 @@ def live_section(seed: int, srun) -> None:
                 "heads", f"seed {seed}", show=lambda s: bar.progress(0.0, text=s)
             ) as job:
                 if (r := store.get(seed)) is None:  # nobody trained this seed while we waited
-                    _, r = ind.train_induction(
-                        steps=steps, seed=seed, device=ui.device(), on_step=on_step
-                    )
+                    _, r = ui.jobs.call(  # in a worker process (ui.jobs.call)
+                        ind.train_induction,
+                        steps=steps, seed=seed, device=ui.device(), on_step=on_step,
+                    )  # fmt: skip
             bar.empty()
             if job.stopped:  # out of time: this session sees the run so far; nobody keeps it
                 st.session_state["heads_cut"] = (seed, r, job.stopped_text(r.done, r.steps))

@@ -151,7 +151,7 @@ def cost_view(T: int, show):
     device = ui.device()
     cost, _ = ui.jobs.shared(
         ui.jobs.results("masks-cost", 4), (T, str(device)),
-        lambda _job: causal_cost(T, device=device), kind="timing",
+        lambda _job: ui.jobs.call(causal_cost, T, device=device), kind="timing",
         what=f"causal flag vs mask at T {T}", show=show,
     )  # fmt: skip
     return cost

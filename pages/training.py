@@ -161,7 +161,9 @@ def train_live(args: tuple, kw: dict, slots: dict, bar):
             "training", f"d_k {kw['d_k']}, {steps} steps", show=lambda s: bar.progress(0.0, text=s)
         ) as job:
             t0 = time.monotonic()  # the clock starts with the training, not in the queue
-            runs = train_pair(kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw)
+            runs = ui.jobs.call(
+                train_pair, kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw
+            )
         if job.stopped:  # out of time: the runs stay this session's partial ones, not kept
             st.session_state["train_budget"] = (args, job.stopped_text(runs[0].done, steps))
             return None
@@ -504,7 +506,9 @@ def measure(names: list[str], bar) -> None:
                         due = now + UPDATE_S
                     return job.should_stop()
 
-                runs = train_pair(kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw)
+                runs = ui.jobs.call(
+                    train_pair, kw.pop("d_k"), on_step=on_step, device=ui.device(), **kw
+                )
                 if job.stopped:  # out of time: this pair is unfinished, so it is not kept
                     break
                 keep(ref_args(REFS[name]), runs)
@@ -806,7 +810,9 @@ def train_sweep(key: tuple, d_model: int, kw: dict, bar):
             "head sweep", f"d_model {d_model}", show=lambda s: bar.progress(0.0, text=s)
         ) as job:
             t0 = time.monotonic()
-            runs = head_sweep(d_model, SWEEP_D_KS, on_step=on_step, device=ui.device(), **kw)
+            runs = ui.jobs.call(
+                head_sweep, d_model, SWEEP_D_KS, on_step=on_step, device=ui.device(), **kw
+            )
     except ui.jobs.GaveUpError as e:
         bar.warning(str(e), icon=":material/hourglass_disabled:")
         return None

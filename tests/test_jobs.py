@@ -294,3 +294,100 @@ def test_timings_stop_between_lengths(fn):
     assert [r.T for r in rows] == [16, 32]
     assert fn(Ts, 8, rounds=1, should_stop=lambda: True) == []
     assert [r.T for r in fn(Ts, 8, rounds=1)] == list(Ts)  # no check: every T, as before
+
+
+# ----------------------------------------------------------------------------- worker process
+# ui.jobs.call runs a heavy job in a process of its own (no shared GIL with the reruns).
+from tests.support import job_targets as T  # noqa: E402
+
+
+def test_call_runs_in_another_process_at_the_job_priority(monkeypatch):
+    monkeypatch.setenv("ATTN_JOB_NICE", "7")
+    pid, nice, _ = jobs.call(T.whoami)
+    assert pid != os.getpid()
+    assert nice == min(19, os.nice(0) + 7)
+
+
+def test_call_gives_the_same_training_as_a_direct_call():
+    kw = dict(steps=40, seed=3)
+    a, b = jobs.call(train_pair, 16, **kw)
+    a0, b0 = train_pair(16, **kw)
+    assert a.loss == a0.loss and b.loss == b0.loss  # same seed, same single-thread CPU maths
+    assert a.done == 40 and b.accuracy == b0.accuracy
+
+
+def test_call_forwards_progress_throttled_and_always_the_last_step():
+    seen = []
+    done = jobs.call(T.count, 200, on_step=lambda i, n: seen.append(i), every_s=0.05,
+                     pause_s=0.002)  # fmt: skip
+    assert done == 200
+    assert seen[-1] == 200  # the last step always arrives (a bar reaches 100 %)
+    assert 2 <= len(seen) < 200  # throttled: not every step crosses the pipe
+    assert seen == sorted(seen)
+
+
+def test_call_stops_the_work_when_on_step_or_should_stop_says_so():
+    done = jobs.call(T.count, 10_000, on_step=lambda i, n: i >= 20, every_s=0.0, pause_s=0.001)
+    assert 20 <= done < 10_000
+    t0 = time.monotonic()
+    done = jobs.call(T.count, 100_000, on_step=lambda i, n: False,
+                     should_stop=lambda: time.monotonic() - t0 > 0.3, pause_s=0.001)  # fmt: skip
+    assert done < 100_000
+    a, _ = jobs.call(train_pair, 16, steps=2000, seed=1, on_step=lambda s, a, b: s >= 30,
+                     every_s=0.0)  # fmt: skip
+    assert 30 <= a.done < 2000 and a.stopped == "callback"
+
+
+def test_call_raises_the_workers_exception():
+    with pytest.raises(ValueError, match="from the worker"):
+        jobs.call(T.boom, "from the worker")
+    with pytest.raises(RuntimeError, match="UnpicklableError: cannot travel"):
+        jobs.call(T.boom_unpicklable)
+    with pytest.raises(ValueError, match="d_k must be a positive integer"):
+        jobs.call(train_pair, -3, steps=3)
+
+
+def test_a_worker_that_dies_is_reported():
+    with pytest.raises(jobs.WorkerDiedError, match="exit code 3"):
+        jobs.call(T.die, 3)
+
+
+def test_a_stopped_page_stops_and_reaps_its_worker():
+    import multiprocessing
+
+    def on_step(i, n):
+        if i >= 5:
+            raise StopException()  # what Streamlit raises in the script thread on a rerun
+        return False
+
+    with pytest.raises(StopException):
+        jobs.call(T.count, 10**9, on_step=on_step, every_s=0.0, pause_s=0.001)
+    assert not multiprocessing.active_children()
+
+
+def test_call_runs_here_when_told_to_or_on_an_accelerator(monkeypatch):
+    import torch
+
+    pid, _, tid = jobs.call(T.whoami, device=torch.device("meta"))
+    assert (pid, tid) == (os.getpid(), threading.get_ident())
+    monkeypatch.setenv("ATTN_JOB_PROCESS", "0")
+    pid, _, _ = jobs.call(T.whoami)
+    assert pid == os.getpid()
+    seen = []
+    assert jobs.call(T.count, 50, on_step=lambda i, n: seen.append(i) or i >= 10) == 10
+    assert seen == list(range(1, 11))  # in this thread: every step, no throttle
+    t0 = time.monotonic()
+    assert jobs.call(T.count, 10**6, on_step=lambda i, n: False,
+                     should_stop=lambda: time.monotonic() - t0 > 0.1) < 10**6  # fmt: skip
+
+
+def test_the_budget_starts_when_the_worker_does():
+    """A worker's start-up (seconds for a server's first job) is not charged to the job."""
+    with jobs.slot("test", lim=jobs.Limiter(1), show=print, budget=5) as job:
+        time.sleep(0.3)  # as if the forkserver took this long to start
+        assert job.elapsed_s >= 0.3
+        jobs.call(T.whoami)
+        assert job.elapsed_s < 0.3
+    job.stopped = True
+    job.restart()  # a job already stopped stays stopped, with its clock
+    assert job.should_stop()

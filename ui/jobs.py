@@ -39,7 +39,10 @@ from typing import Any
 
 import streamlit as st
 
-POLL_S = 0.5  # how often a queued press checks its place and redraws the message
+from attn_core import worker
+
+POLL_S = 0.5  # how often a queued press checks its place
+REDRAW_S = 5.0  # a queued press redraws its message when its place changes, else this often
 STALE_S = 30.0  # a queued press not heard from for this long has gone (its thread ended)
 EWMA = 0.3  # weight of the newest run in a kind's typical duration
 
@@ -216,6 +219,12 @@ class Job:
     def elapsed_s(self) -> float:
         return self.clock() - self.t0
 
+    def restart(self) -> None:
+        """Start the budget now: the job's worker process has just begun its work (its
+        start-up, seconds for the first job of a server, is the server's cost, not the job's)."""
+        if not self.stopped:
+            self.t0 = self.clock()
+
     def should_stop(self, *_: Any) -> bool:
         """True once the budget is spent (accepts and ignores a progress callback's args)."""
         if not self.stopped and self.elapsed_s >= self.budget_s:
@@ -338,7 +347,7 @@ def slot(
         box = st.empty()
         show = _info(box)
     t = lim.join(kind, what, expected_s)
-    outcome, job, shown = "cancelled", None, False
+    outcome, job, shown, last = "cancelled", None, False, (None, 0.0)
     try:
         cap = wait_cap_s()
         while not lim.acquire(t, timeout=POLL_S):
@@ -350,13 +359,21 @@ def slot(
                     f"{ordinal(lim.position(t))} in line for a heavy-job slot, so it was "
                     "dropped. Press again in a while."
                 )
-            show(queue_text(lim, t, waited, budget))
-            shown = True
+            # redraw when the place changes, else every REDRAW_S: thirty queued presses
+            # redrawing every POLL_S would send 60 messages a second for a ticking clock
+            now, place = lim.clock(), lim.position(t)
+            if place != last[0] or now - last[1] >= REDRAW_S:
+                show(queue_text(lim, t, waited, budget))
+                shown, last = True, (place, now)
         if shown and box is not None:
             box.empty()
         job = Job(budget, clock=lim.clock)
-        with _lower_priority():
-            yield job
+        _CURRENT.job = job  # ui.jobs.call restarts its budget once the worker is up
+        try:
+            with _lower_priority():
+                yield job
+        finally:
+            _CURRENT.job = None
         outcome = "stopped" if job.stopped else "finished"
     except GaveUpError:
         raise
@@ -371,6 +388,140 @@ def slot(
             kind=kind, what=what, place=t.place, waited_s=round(started - t.joined, 3),
             ran_s=round(now - started, 3) if t.started is not None else 0.0, outcome=outcome,
         )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- worker process
+# Measured with bench/load.py (8 pressers, 9 probes, 2 cores): with the training loops in
+# a thread of the server, the probes' slider p95 went from 685 ms (no jobs) to 1.96 s, and
+# the server process got only 30 % of one core. A training loop of tiny tensors is mostly
+# Python, so it holds the GIL most of the time; lowered to nice +10, it is preempted by
+# the browsers while holding it, and every session's rerun then waits for a thread the
+# scheduler is not running (a priority inversion). In a process of its own a job shares
+# no GIL with the reruns, and the whole process, not one thread, runs at the lower priority.
+
+_CURRENT = threading.local()  # the running Job of this session's thread, inside slot()
+STEP_EVERY_S = 0.25  # a worker forwards progress at most this often (the pages redraw less)
+_CTX_LOCK = threading.Lock()
+_CTX: Any = None
+
+
+def in_process() -> bool:
+    """Run heavy work in a worker process: ATTN_JOB_PROCESS (default 1; 0 keeps it in the
+    session's thread, as a platform without multiprocessing would)."""
+    return os.environ.get("ATTN_JOB_PROCESS", "1").strip() not in ("0", "false", "no")
+
+
+def _context():
+    """A forkserver: one clean process (no server threads) that imports torch and attn_core
+    once; each job is a fork of it (10 ms, the imports shared copy-on-write). Where
+    forkserver does not exist (Windows), spawn."""
+    global _CTX
+    import multiprocessing as mp
+
+    with _CTX_LOCK:
+        if _CTX is None:
+            if "forkserver" in mp.get_all_start_methods():
+                import sys
+
+                main = getattr(sys.modules["__main__"], "__file__", None)
+                if main:  # see attn_core/worker.py: jobs skip re-running the main script
+                    os.environ["ATTN_WORKER_MAIN"] = os.path.normpath(main)
+                _CTX = mp.get_context("forkserver")
+                _CTX.set_forkserver_preload(["torch", "attn_core", "attn_core.worker"])
+            else:
+                _CTX = mp.get_context("spawn")
+        return _CTX
+
+
+def _on_accelerator(args: tuple, kwargs: dict) -> bool:
+    """True if the job is handed a non-CPU torch device. Such a job runs in this thread:
+    CUDA does not survive a fork once initialised, and on a GPU these jobs take seconds."""
+    import torch
+
+    return any(isinstance(v, torch.device) and v.type != "cpu" for v in (*args, *kwargs.values()))
+
+
+class WorkerDiedError(RuntimeError):
+    """The worker process ended without a result (killed, or out of memory)."""
+
+
+def call(
+    fn: Callable[..., Any],
+    /,
+    *args: Any,
+    on_step: Callable[..., Any] | None = None,
+    hook: str = "on_step",
+    should_stop: Callable[[], bool] | None = None,
+    every_s: float = STEP_EVERY_S,
+    **kwargs: Any,
+) -> Any:
+    """`fn(*args, **kwargs)` in a worker process (see above); its result, or its exception.
+
+    `fn` and its arguments must pickle (a module-level function such as
+    `attn_core.train_pair`). Given `on_step` or `should_stop`, `fn` gets a `hook=`
+    callback (`on_step=` by default; `hook="should_stop"` for the timings, which only ask
+    whether to stop). That callback forwards its calls here, at most every `every_s`
+    seconds and always the last one; `on_step` runs in this thread (so it may draw), and
+    once it returns True, or `should_stop()` does (checked several times a second), the
+    worker's callback returns True, which is how these functions are told to stop. If this
+    thread is stopped (Streamlit ends the run on a rerun) or anything else goes wrong
+    here, the worker is told to stop, then killed. ATTN_JOB_PROCESS=0 calls `fn` right
+    here instead, with the same contract, and so does a job given a GPU device
+    (see `_on_accelerator`).
+    """
+    relayed = on_step is not None or should_stop is not None
+    if not in_process() or _on_accelerator(args, kwargs):
+        if not relayed:
+            return fn(*args, **kwargs)
+
+        def direct(*a):
+            return bool(on_step and on_step(*a)) or bool(should_stop and should_stop())
+
+        return fn(*args, **{**kwargs, hook: direct})
+    import pickle
+
+    ctx = _context()
+    recv, send = ctx.Pipe(duplex=False)
+    stop = ctx.Event()
+    proc = ctx.Process(
+        target=worker.run,
+        args=(send, stop, fn, args, kwargs, hook if relayed else None, every_s, job_nice()),
+        daemon=True,
+    )
+    proc.start()
+    send.close()  # the worker holds the only writing end: EOF means it has gone
+    try:
+        while True:
+            if not recv.poll(POLL_S / 5):
+                if should_stop is not None and should_stop():
+                    stop.set()
+                if proc.is_alive() and not recv.poll(0):
+                    continue  # still working; a dead worker falls through to EOF below
+            try:
+                what, value = pickle.loads(recv.recv_bytes())
+            except EOFError:  # the pipe closed with nothing in it: the worker has gone
+                proc.join(timeout=1.0)
+                raise WorkerDiedError(
+                    f"The worker running this job ended without a result (exit code "
+                    f"{proc.exitcode}); the server may be short of memory."
+                ) from None
+            if what == "started":
+                if (job := getattr(_CURRENT, "job", None)) is not None:
+                    job.restart()
+            elif what == "step":
+                if (on_step is not None and on_step(*value)) or (should_stop and should_stop()):
+                    stop.set()
+            elif what == "done":
+                return value
+            else:
+                raise value
+    finally:
+        stop.set()
+        proc.join(timeout=2.0)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+        recv.close()
 
 
 class Results:

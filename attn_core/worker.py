@@ -1,0 +1,71 @@
+"""The child side of a heavy job run in its own process (the parent side is ui/jobs.py).
+
+Torch only, like the rest of attn_core, and small on purpose: the worker process
+unpickles `run` by its module, so importing this module must not import streamlit
+(that alone took 0.5 s per job when the function lived in ui/jobs.py).
+
+`run` calls a compute function with a progress callback that forwards its calls to the
+parent over a pipe, at most every `every_s` seconds and always the last one, and returns
+the parent's stop answer, which is how the training loops here are told to stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sys
+import time
+
+# Imported once by the forkserver (ui/jobs.py preloads it). Every job forked from it then
+# runs multiprocessing's "prepare" step, which re-executes the parent's main script unless
+# the child's __main__ already has that file: for `streamlit run` that re-imports all of
+# streamlit in each job (0.6 s; Python 3.11's forkserver means to preload __main__ but
+# never receives its path). The jobs run attn_core functions and need nothing from the
+# main script, so the forkserver's __main__ is told it is that file, and the step is skipped.
+if main := os.environ.get("ATTN_WORKER_MAIN"):
+    sys.modules["__main__"].__file__ = main
+
+
+def send(conn, message: tuple) -> None:
+    """Plain pickle, not the connection's own: that one (torch's reductions) would pass a
+    tensor as a shared-memory handle that dies with the worker, before the page reads it."""
+    conn.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def run(conn, stop, fn, args, kwargs, hook, every_s, nice) -> None:
+    """The worker process: run fn, forward its progress calls (throttled), send the result."""
+    import gc
+
+    import torch
+
+    gc.freeze()  # torch's import-time objects out of every collection (as ui/_warm.py)
+    with contextlib.suppress(OSError):
+        os.nice(nice)
+    torch.set_num_threads(1)  # as the server (ui/_warm.py): tiny tensors, one core each
+    due, pending = 0.0, None
+
+    def relay(*a):
+        nonlocal due, pending
+        if (now := time.monotonic()) >= due:
+            send(conn, ("step", a))
+            due, pending = now + every_s, None
+        else:
+            pending = a  # forwarded later, or at the end, so the last step is always seen
+        return stop.is_set()
+
+    try:
+        send(conn, ("started", None))  # the parent starts the job's time budget now
+        if hook is not None:
+            kwargs = {**kwargs, hook: relay}
+        out = fn(*args, **kwargs)
+        if pending is not None:
+            send(conn, ("step", pending))
+        send(conn, ("done", out))
+    except BaseException as e:  # every failure goes back to the page
+        try:
+            send(conn, ("error", e))
+        except Exception:  # an exception that does not pickle: its words do
+            send(conn, ("error", RuntimeError(f"{type(e).__name__}: {e}")))
+    finally:
+        conn.close()
