@@ -40,8 +40,9 @@ def run(conn, stop, fn, args, kwargs, hook, every_s, nice) -> None:
     import torch
 
     gc.freeze()  # torch's import-time objects out of every collection (as ui/_warm.py)
-    with contextlib.suppress(OSError):
-        os.nice(nice)
+    with contextlib.suppress(AttributeError, OSError):  # `nice` is absolute; only ever lower
+        if nice > os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
     torch.set_num_threads(1)  # as the server (ui/_warm.py): tiny tensors, one core each
     due, pending = 0.0, None
 

@@ -303,9 +303,20 @@ from tests.support import job_targets as T  # noqa: E402
 
 def test_call_runs_in_another_process_at_the_job_priority(monkeypatch):
     monkeypatch.setenv("ATTN_JOB_NICE", "7")
+    base = os.getpriority(os.PRIO_PROCESS, os.getpid())  # the server's main thread
     pid, nice, _ = jobs.call(T.whoami)
     assert pid != os.getpid()
-    assert nice == min(19, os.nice(0) + 7)
+    assert nice == min(19, base + 7)
+    seen = []
+
+    def session():  # a session's script thread, lowered while its job runs (ui.jobs.slot)
+        with jobs.slot("test", lim=jobs.Limiter(1), show=print, budget=5):
+            seen.append(jobs.call(T.whoami)[1])
+
+    t = threading.Thread(target=session)
+    t.start()
+    t.join()
+    assert seen == [min(19, base + 7)]  # the server's nice + 7, not the thread's + 7
 
 
 def test_call_gives_the_same_training_as_a_direct_call():

@@ -433,6 +433,17 @@ def _context():
         return _CTX
 
 
+def _job_priority() -> int:
+    """The nice value a worker should run at: the server's own (its main thread's) plus
+    ATTN_JOB_NICE. Absolute, because the forkserver inherits the nice of whichever thread
+    started it, which may be a job's lowered one."""
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, os.getpid())  # the main thread's, on Linux
+    except (AttributeError, OSError):
+        base = 0
+    return min(19, base + job_nice())
+
+
 def _on_accelerator(args: tuple, kwargs: dict) -> bool:
     """True if the job is handed a non-CPU torch device. Such a job runs in this thread:
     CUDA does not survive a fork once initialised, and on a GPU these jobs take seconds."""
@@ -485,7 +496,7 @@ def call(
     stop = ctx.Event()
     proc = ctx.Process(
         target=worker.run,
-        args=(send, stop, fn, args, kwargs, hook if relayed else None, every_s, job_nice()),
+        args=(send, stop, fn, args, kwargs, hook if relayed else None, every_s, _job_priority()),
         daemon=True,
     )
     proc.start()
