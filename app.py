@@ -12,7 +12,7 @@ st.set_page_config(
     page_title="Attention Explorer",
     page_icon="assets/favicon.png",  # a local file: a material icon would be fetched online
     layout="wide",
-    initial_sidebar_state="expanded",
+    initial_sidebar_state="auto",  # open on a desk, closed on a phone (it would cover it)
 )
 
 pages = [

@@ -596,12 +596,17 @@ def stability_question(scores, dtype: str) -> str:
     )
 
 
+def naive_weights_text(demo) -> str:
+    """What the naive softmax gave: the figure the stability question turns on."""
+    return f"naive weights {_list(demo.naive)}"
+
+
 def stability_truth(demo, asked) -> str:
     stored = ""
     if any(abs(a - b) > 1e-3 for a, b in zip(demo.scores, asked, strict=True)):  # not float32's
         stored = f" ({demo.limits.dtype} stores the scores as {_list(demo.scores, 5)}.)"
     return (
-        f"Computed in {demo.limits.dtype}: naive weights {_list(demo.naive)}, stable weights "
+        f"Computed in {demo.limits.dtype}: {naive_weights_text(demo)}, stable weights "
         f"{_list(demo.stable)}.{stored}"
     )
 

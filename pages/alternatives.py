@@ -196,9 +196,8 @@ def scoring_step(tau: float, seed: int) -> None:
         f"{max(abs(x) for x in v['cos_range']):.3g}",
         help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
     )
-    ui.show(v["grids"])
     ent = " · ".join(f"{n} {v['mean_entropy'][n]:.2f}" for n in SCORINGS)
-    ui.predict_choice(
+    shown = ui.predict_choice(
         _key("alt-sharp", seed, tau),
         f"Seed {seed}, τ = {tau:g}: which scoring gives the **sharpest** weights, i.e. the "
         "lowest mean row entropy?",
@@ -211,7 +210,12 @@ def scoring_step(tau: float, seed: int) -> None:
         "Additive's spread depends on the size of v_a. Cosine scores can never be more than "
         "2/τ apart, so cosine only wins once τ is small.",
         truth=f"Mean row entropy in nats (uniform over 8 keys: ln 8 = 2.08): {ent}.",
+        secret=[f"{v['mean_entropy'][n]:.2f}" for n in SCORINGS],  # the grids' titles
     )  # fmt: skip
+    if shown:  # the weight grids show which is sharpest, and their titles its entropy
+        ui.show(v["grids"])
+    else:
+        ui.until_reveal("The five grids of scores and weights")
     st.markdown(
         "**Bilinear is redundant.** With q = xW_q, the bilinear score (xW_q)W(xW_k)ᵀ is the "
         "plain dot product of x(W_qW) and xW_k. A learned W_q can become W_qW, so the extra "
@@ -527,12 +531,42 @@ def contribution_step() -> None:
     )
 
 
+VALUE_SCALE = 0.02  # the slider's default, and the length the exercise asks about
+
+
+def knock_exercise() -> bool:
+    """Which knock-out moves the output most, at [SEP]'s default value length; True once
+    revealed. Asked before the slider, metrics and chart, which all show the answer."""
+    c = contribution_view(VALUE_SCALE)[0]
+    options = [f"{t} (α = {a:.2f})" for t, a in zip(c.tokens, c.weights.tolist(), strict=True)]
+    moved = " · ".join(
+        f"{t} {x:.3f}" for t, x in zip(c.tokens, c.knockout_change.tolist(), strict=True)
+    )
+    return ui.predict_choice(
+        _key("alt-knock", VALUE_SCALE),
+        f"[SEP]'s value vector has length {VALUE_SCALE:g}. Knock out one token's term α_j v_j "
+        "while the other weights stay as they are: which token's removal moves the output "
+        "the most?",
+        options, options[int(c.knockout_change.argmax())],
+        "Knocking out token j moves the output by exactly α_j v_j, so what counts is the "
+        "weight *times* the length of the value, not the weight alone. [SEP] holds most of "
+        "the weight, but while its value is short it adds next to nothing; “not” gets little "
+        "weight, yet its value is five times longer than the others. A map of the weights "
+        "cannot tell these two cases apart — only the product can.",
+        truth=f"How far the output moves, ‖α_j v_j‖: {moved}.",
+        secret=[f"{x:.3f}" for x in c.knockout_change.tolist()],  # the metrics and table
+    )  # fmt: skip
+
+
 @st.fragment
 def contribution_live() -> None:
+    if not knock_exercise():
+        ui.until_reveal("The slider, each token's contribution and the knock-out table")
+        return
     left, right = st.columns([1, 3], gap="medium")
     with left:
         value_scale = ui.slider(
-            "value_scale", "Length of [SEP]'s value vector", 0.0, 2.0, 0.02, step=0.01,
+            "value_scale", "Length of [SEP]'s value vector", 0.0, 2.0, VALUE_SCALE, step=0.01,
             help="Every other value has length 1, except 'not' (length 5).",
         )  # fmt: skip
         ui.show_notes(keys=("value_scale",))
@@ -560,23 +594,6 @@ def contribution_live() -> None:
             f"{turn[c.top]:.0f}°, deleting “not” by {turn[c.light]:.0f}° "
             f"(‖o‖ = {float(c.output.norm()):.3f})."
         )
-    options = [f"{t} (α = {a:.2f})" for t, a in zip(c.tokens, c.weights.tolist(), strict=True)]
-    moved = " · ".join(
-        f"{t} {x:.3f}" for t, x in zip(c.tokens, c.knockout_change.tolist(), strict=True)
-    )
-    ui.predict_choice(
-        _key("alt-knock", value_scale),
-        f"[SEP]'s value vector has length {value_scale:g}. Knock out one token's term α_j v_j "
-        "while the other weights stay as they are: which token's removal moves the output "
-        "the most?",
-        options, options[int(c.knockout_change.argmax())],
-        "Knocking out token j moves the output by exactly α_j v_j, so what counts is the "
-        "weight *times* the length of the value, not the weight alone. [SEP] holds most of "
-        "the weight, but while its value is short it adds next to nothing; “not” gets little "
-        "weight, yet its value is five times longer than the others. A map of the weights "
-        "cannot tell these two cases apart — only the product can.",
-        truth=f"How far the output moves, ‖α_j v_j‖: {moved}.",
-    )  # fmt: skip
 
 
 def run() -> None:

@@ -134,9 +134,9 @@ MACS_CHOICES = (
 )
 
 
-def macs_exercise(T: int, d_model: int, p: int, a: int, cross: int) -> None:
+def macs_exercise(T: int, d_model: int, p: int, a: int, cross: int) -> bool:
     correct = MACS_CHOICES[0 if p > a else 1 if a > p else 2]
-    ui.predict_choice(
+    return ui.predict_choice(
         f"cost-macs-{T}-{d_model}",
         f"One attention layer with T = **{T:,}** tokens and d_model = **{d_model}**. Which "
         "part does more multiply–adds?",
@@ -149,13 +149,16 @@ def macs_exercise(T: int, d_model: int, p: int, a: int, cross: int) -> None:
         "ordinary matrix products cost more than the famous T² term; the T² part decides the "
         "bill only once the context is long.",
         truth=f"Projections {fig.si(p)} MACs, attention {fig.si(a)} MACs.",
+        secret=[fig.si(p), fig.si(a)],
     )  # fmt: skip
 
 
 def compute_section(T: int, d_model: int) -> None:
     st.subheader("1 · Compute: where the multiply–adds go")
     p, a, cross = projection_macs(T, d_model), attention_macs(T, d_model), crossover_T(d_model)
-    macs_exercise(T, d_model, p, a, cross)
+    if not macs_exercise(T, d_model, p, a, cross):  # the counts and the chart answer it
+        ui.until_reveal("The two counts and the chart of where they cross")
+        return
     c = st.columns(3)
     c[0].metric("Projections, 4·T·d² (MACs)", fig.si(p))
     c[1].metric("Attention, 2·T²·d (MACs)", fig.si(a))
@@ -198,18 +201,22 @@ def memory_section(T, heads, batch, layers, dtype, gpu_gb) -> None:
     st.subheader("3 · Memory: the T×T wall")
     per, total = (attention_probs_bytes(batch, heads, T, dtype, n) for n in (1, layers))
     grow = attention_probs_bytes(batch, heads, 2 * T, dtype) // per  # computed, not typed in
-    ui.predict_choice(
+    shown = ui.predict_choice(
         "double_T", "You double the sequence length T. The stored probabilities grow by…",
         ["×2", "×4", "×8"], f"×{grow}",
         "Every head stores one weight per (query, key) pair: T² of them. Twice the queries "
         "times twice the keys is four times the memory, which is why long context hits the "
         "memory wall first.",
         truth=f"{format_bytes(per)} → {format_bytes(per * grow)} per layer.",
+        secret=[format_bytes(per * grow)],  # the size at 2T: the chart's curve has it
     )  # fmt: skip
     c = st.columns(3)
     c[0].metric("Probabilities, one layer", format_bytes(per))
     c[1].metric(f"All {layers} layers", format_bytes(total))
     c[2].metric(f"Of a {gpu_gb:g} GiB GPU", fig.gpu_share(total, gpu_gb))
+    if not shown:  # the curve over T is the answer
+        ui.until_reveal("The chart of memory against T")
+        return
     ui.show(probs_memory_chart(batch, heads, dtype, layers, gpu_gb, T))
     ui.try_this(fig.try_memory(batch, heads, layers, dtype, gpu_gb, T))
 

@@ -100,10 +100,15 @@ charts = st.cache_resource(max_entries=4, show_spinner=False)
 
 
 @charts
-def maps_chart(ids: tuple[int, ...], labels: tuple[str, ...], typed: bool):
-    """Step 1: every head's map (token ticks only for typed text: a seed press stays cheap)."""
+def maps_chart(ids: tuple[int, ...], labels: tuple[str, ...], typed: bool, hidden=None):
+    """Step 1: every head's map (token ticks only for typed text: a seed press stays cheap).
+    `hidden`: the flat index of a head whose map stays blank (its exercise is unanswered)."""
     a = analyse(ids)
-    return fh.head_maps(a["weights"], labels, a["prev"], a["ind"], a["jobs"], token_ticks=typed)
+    w = a["weights"]
+    if hidden is not None:
+        w = np.array(w, dtype=np.float32, copy=True)  # (L, h, T, T)
+        w[divmod(hidden, w.shape[1])] = np.nan
+    return fh.head_maps(w, labels, a["prev"], a["ind"], a["jobs"], token_ticks=typed)
 
 
 @charts
@@ -211,7 +216,13 @@ def run() -> None:
     with tabs[0]:
         if tabs[0].open:
             st.subheader("1. What every head looks at")
-            ui.show(maps_chart(ids, labels, typed))
+            # the asked head's map would show the answer: blank until the reveal
+            asking = ind.induction_probe(torch.tensor(ids)) is not None
+            open_ = ui.revealed(instance(ids, "look")) or not asking
+            asked = None if open_ else look_head(a)
+            ui.show(maps_chart(ids, labels, typed, asked))
+            if asked is not None:
+                ui.until_reveal(f"The map of {names[asked]} (left blank above)")
             look_exercise(ids, labels, a, names)
             ui.try_this([
                 ("Type `a b c d e f a b c d e f`", "in the induction heads' maps the second half "
@@ -249,7 +260,10 @@ def run() -> None:
 def switch_off(ids, labels, ablate, a, names, rep0, jobs0) -> None:
     """Step 4: each head off alone (bars), the user's selection (metric, loss line), a question."""
     st.subheader("4. Switch heads off")
-    st.caption("Pick heads under **Switch off heads** in the sidebar.")
+    st.caption(ui.where("Pick heads under **Switch off heads** in the sidebar."))
+    if not knockout_exercise(ids, a, names, jobs0):  # the bars rank the heads: the answer
+        ui.until_reveal("Each head switched off on its own, and your selection")
+        return
     ui.show(ablation_chart(ablate))
     if ablate:
         chosen = ablated_batch_loss(ablate)
@@ -258,7 +272,6 @@ def switch_off(ids, labels, ablate, a, names, rep0, jobs0) -> None:
             f"{chosen:.3f}", f"{chosen - rep0:+.3f} against all heads on", delta_color="inverse",
         )  # fmt: skip
         ui.show(loss_chart(ids, labels, ablate))
-    knockout_exercise(ids, a, names, jobs0)
     prev_heads, ind_heads = jobs0["previous-token"], jobs0["induction"]
     idle = [n for n in names if n not in prev_heads + ind_heads]
     all_off, chance = ablated_batch_loss(tuple(sorted(ind_heads))), shipped()[1].chance
@@ -276,7 +289,14 @@ def switch_off(ids, labels, ablate, a, names, rep0, jobs0) -> None:
     ])  # fmt: skip
 
 
-def look_exercise(ids, labels, a, names) -> None:
+def look_head(a) -> int | None:
+    """The head the look question asks about: the highest induction score (flat index);
+    None when nothing repeats (no score at all)."""
+    ind = np.asarray(a["ind"], dtype=float)
+    return None if np.isnan(ind).all() else int(np.nanargmax(ind))
+
+
+def look_exercise(ids, labels, a, names) -> bool:
     """Where does the strongest induction head look from a token's second appearance?"""
     probe = ind.induction_probe(torch.tensor(ids))
     if probe is None:
@@ -285,9 +305,9 @@ def look_exercise(ids, labels, a, names) -> None:
             "question (a block of two repeated puts the token before and the copy's successor "
             "in the same place). Move the seed for one."
         )
-        return
+        return True  # nothing asked, nothing to hide
     i, j = probe
-    best = int(np.nanargmax(a["ind"]))  # flat index into (L, h)
+    best = look_head(a)  # flat index into (L, h)
     L, h = divmod(best, a["ind"].shape[1])
     row = a["weights"][L, h, i]  # (T,) what head (L, h) reads from position i
     k = int(row.argmax())
@@ -300,7 +320,7 @@ def look_exercise(ids, labels, a, names) -> None:
         j + 1: f"position {j + 1}, the token that came right after that copy",
     }
     choices = [*(where[p] for p in sorted(where)), "somewhere else"]  # in reading order
-    ui.predict_choice(
+    return ui.predict_choice(
         instance(ids, "look"),
         f"**{names[best]}** has the highest induction score on this sequence. At "
         f"position {i} the token `{tok}` appears for the second time; its first appearance "
@@ -315,18 +335,20 @@ def look_exercise(ids, labels, a, names) -> None:
         "step) and the loss on repeated tokens rises above even a blind guess, with every "
         "induction head still on.",
         truth=f"{names[best]} gives position {k} a weight of {row[k]:.2f}.",
+        secret=[f"weight of {row[k]:.2f}"],  # the maps themselves wait for the reveal
     )  # fmt: skip
 
 
-def knockout_exercise(ids, a, names, jobs) -> None:
-    """Which single head matters most? Usually not the one whose map looks most striking."""
+def knockout_exercise(ids, a, names, jobs) -> bool:
+    """Which single head matters most? Usually not the one whose map looks most striking.
+    True once revealed, or when there is nothing to ask (no repeated token)."""
     if a["n_ind"] == 0:
-        return
+        return True
     losses = single_head_losses(tuple(ids))
     job = {n: kind for kind, heads in jobs.items() for n in heads}
     choices = [f"{n} ({job.get(n, 'no clear job')})" for n in names]
     shown = " · ".join(f"{n} {x:.2f}" for n, x in zip(names, losses, strict=True))
-    ui.predict_choice(
+    return ui.predict_choice(
         instance(ids, "knockout"),
         "On this sequence, switch off **one** head and leave the other seven on. Which head's "
         "absence raises the loss on repeated tokens the most?",
@@ -339,6 +361,7 @@ def knockout_exercise(ids, a, names, jobs) -> None:
         "what it writes, not on how striking its attention map looks.",
         truth=f"Loss on repeated tokens with each head off: {shown} "
         f"(all heads on: {a['split'][0]:.3f}).",
+        secret=[f"{x:.2f}" for x in losses],
     )  # fmt: skip
 
 

@@ -45,6 +45,7 @@ CAPTIONS = {
 CUSTOM_CHARS = 3000
 LENGTHS = "5,3,7"
 LEAK_FILL, LEAK_SIZE = "-1e4", 10000.0  # the leak suggestion: a small fill, large logits
+T_Q = 6  # the default query length, and the default batch size of the broadcasting bug
 STEPS = ("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost")
 # the sidebar's controls; each step's own controls show their notes inside the step
 MAIN_CONTROLS = ("mask", "tokens", "window", "prefix", "lengths", "causal", "custom", "example",
@@ -170,12 +171,12 @@ def broadcast_truth(n: int, T: int, lengths: tuple) -> tuple[str, int]:
     return broadcast_verdict(n, n, T, lengths)
 
 
-def empty_row_exercise(c: dict) -> None:
+def empty_row_exercise(c: dict) -> bool:
     T, fill, dtype, size = c["T"], c["fill"], c["dtype"], c["logit_size"]
     verdict, row = empty_row_truth(T, fill, dtype, size)
     choices = dict(zip(("nan", "zeros", "spread"), EMPTY_CHOICES, strict=True))
     shown = ", ".join(f"{x:.3g}" for x in row[:8]) + (", …" if len(row) > 8 else "")
-    ui.predict_choice(
+    return ui.predict_choice(
         f"mask-empty-{T}-{fill}-{dtype}-{size:g}",
         EMPTY_Q.format(T=T, fill=fill, dtype=dtype, size=f"{size:g}"),
         list(choices.values()),
@@ -183,24 +184,27 @@ def empty_row_exercise(c: dict) -> None:
         EMPTY_WHY,
         truth=f"Row 0 came out [{shown}]; {fill} is stored as "
         f"{fig.fmt_value(stored_fill(fill, DTYPES[dtype]))} in {dtype}.",
+        secret=[f"[{shown}]"],  # and the fill grid, which waits for the reveal
     )
 
 
-def broadcast_exercises(n: int, T: int, given: tuple) -> None:
+def broadcast_exercises(n: int, T: int, given: tuple) -> bool:
+    """The two questions about B = T_q = n; True once both are revealed."""
     lengths = batch_lengths(given, n, T)  # what the batch of n examples holds
     verdict, wrong = broadcast_truth(n, T, given)
     choices = dict(zip(("raises", "right", "wrong"), BCAST_CHOICES, strict=True))
     case = f"{n}-{T}-{'.'.join(map(str, given))}"
     setting = BCAST_SETTING.format(n=n, T=T, lengths=", ".join(map(str, lengths)))
-    ui.predict_choice(
+    what = ui.predict_choice(
         f"mask-bcast-{case}",
         setting + " Run the line above. What happens?",
         list(choices.values()),
         choices[verdict],
         BCAST_WHY,
         truth=BCAST_TRUTH[verdict],
+        secret=[BCAST_SHOWN[verdict]],
     )
-    ui.predict_number(
+    many = ui.predict_number(
         f"mask-wrong-{case}",
         setting + f" Of the {n} × {n} = {n * n} (example, query row) pairs, how many come "
         "out different from the correct (B, 1, 1, T_k) mask?",
@@ -211,7 +215,9 @@ def broadcast_exercises(n: int, T: int, given: tuple) -> None:
         fmt="{:.0f}",
         lo=0.0,
         hi=float(n * n),
+        secret=[f"{wrong} of the {n * n}"],
     )
+    return what and many
 
 
 def flip_cell(grid_key: str, T: int) -> None:
@@ -269,7 +275,7 @@ def controls() -> dict:
 
 def query_length() -> int:
     """T_q, shown by two steps: the same widget (same key and arguments) in whichever is open."""
-    return ui.slider("T_q", "Query length T_q", 1, 48, 6)
+    return ui.slider("T_q", "Query length T_q", 1, 48, T_Q)
 
 
 def row_notices(c: dict, m: dict) -> None:
@@ -413,8 +419,10 @@ def weights_step(c: dict) -> None:
 
 def fill_step(c: dict) -> None:
     st.subheader("3 · The fill value: −inf, −1e9, finfo.min or −1e4?")
-    ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
-    empty_row_exercise(c)
+    if empty_row_exercise(c):  # the grid shows what every fill gives: the answer
+        ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
+    else:
+        ui.until_reveal("The grid of what every fill and precision gives")
     ui.explain("Why −inf, and why not always −inf?", EXPLAIN_FILL)
 
 
@@ -426,7 +434,7 @@ def cross_step(T: int, lengths: tuple, example: int) -> None:
     with right:
         T_q = query_length()
         ui.show_notes(keys=("T_q",))
-        st.markdown(CROSS)
+        st.markdown(ui.where(CROSS))
     with left:
         ui.show(cross_chart(T_q, T, lengths, example))
 
@@ -437,13 +445,15 @@ def bug_step(T: int, lengths: tuple, example: int) -> None:
     st.subheader("5 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
     left, right = st.columns(2)
     with left:
-        B = ui.slider("batch", "Batch size B", 1, 48, 3)
+        # B starts equal to T_q: the step opens on the silent bug, its point; any other
+        # B gives PyTorch's shape error, the loud contrast.
+        B = ui.slider("batch", "Batch size B", 1, 48, T_Q)
     with right:
         T_q = query_length()
     ui.show_notes(keys=("batch", "T_q"))
     (torch_error, core_error), bug = bug_lab(B, T_q, T, lengths, example)
     st.code(BUG_CODE, language="python")
-    broadcast_exercises(T_q, T, lengths)
+    answered = broadcast_exercises(T_q, T, lengths)
     if torch_error:
         st.error(
             f"B = {B} ≠ T_q = {T_q}, so PyTorch refuses — the lucky case.\n\n"
@@ -453,11 +463,24 @@ def bug_step(T: int, lengths: tuple, example: int) -> None:
         st.markdown(f"Now set **B = T_q = {T_q}**: the same line runs without a word.")
     elif B == 1:
         st.success("B = 1: the bare mask acts as (1, 1, 1, T_k), which is right by luck.")
+    elif not answered:  # B = T_q: the outcome, and the pairs it breaks, are the answers
+        ui.until_reveal(f"What the line does at B = T_q = {B}, and the pairs it gets wrong")
     else:
-        st.warning(
+        wrong = broadcast_truth(T_q, T, lengths)[1]
+        st.info(  # not st.warning: warnings are the link's notes, and nothing is wrong with it
             f"B = T_q = {B}: **no error**, yet query row i of every example is masked with "
-            "example i's padding.",
+            f"example i's padding: {wrong} of the {B * B} (example, query row) pairs come "
+            "out different from the right mask."
+            if wrong
+            else f"B = T_q = {B}: **no error**, and all {B * B} (example, query row) pairs come "
+            "out right, by luck: every example has the same padding mask here, so borrowing "
+            "another example's changes nothing. Give the examples different lengths.",
             icon=":material/visibility_off:",
+        )
+        st.markdown(
+            f"Set **B** to anything but {T_q} and the same line fails loudly: PyTorch refuses "
+            "the shapes with a RuntimeError. That is the lucky case; this one trains on the "
+            "wrong context without a word."
         )
         for chart in bug:
             ui.show(chart)
@@ -567,9 +590,10 @@ BUG_CODE = (
 )
 TRY_SHAPES = [
     (
-        "Set the batch size B equal to T_q",
-        "the error disappears and the picture fills with "
-        "vermillion and orange cells: wrong rows, no warning.",
+        "Set the batch size B to one less than T_q",
+        "PyTorch refuses with a RuntimeError: the loud case. Set it back to T_q and the "
+        "error disappears while the picture fills with vermillion and orange cells: wrong "
+        "rows, no warning.",
     ),
     (
         "With B = T_q, type lengths 4,4,4",
@@ -622,6 +646,7 @@ BCAST_TRUTH = {
     "right": "On these shapes no error was raised, and every output matched the correct mask.",
     "wrong": "On these shapes no error was raised, and some outputs differ from the correct mask.",
 }
+BCAST_SHOWN = {"raises": "RuntimeError", "right": "no error", "wrong": "no error"}  # after it
 BCAST_WHY = (
     "Broadcasting compares shapes from the **last** axis backwards. (B, T_k) against "
     "(B, h, T_q, T_k) pairs T_k with T_k and then B with T_q; the missing leading axes become "

@@ -145,19 +145,21 @@ def prune_truth(key: tuple, pruned: tuple[int, ...]) -> float:
     return 100 * output_change(L["run"].output, pruned_forward(L["x"], L["m"], list(pruned)))[0]
 
 
-def params_exercise(d_model: int, heads: int) -> None:
+def params_exercise(d_model: int, heads: int) -> bool:
+    """The parameter question; True once revealed (the count table waits for it)."""
     h = split_heads(d_model, heads)
     p1, ph = params_truth(d_model, h)
     options = {f"{h}× as many: {p1 * h:,}": p1 * h, f"The same: {p1:,}": p1,
                f"{h}× fewer: about {p1 // h:,}": p1 // h}  # fmt: skip
     correct = min(options, key=lambda c: abs(options[c] - ph))  # the one that matches the count
-    ui.predict_choice(
+    return ui.predict_choice(
         f"mh-params-{d_model}-{h}",
         fg.EX_PARAMS_Q.format(d_model=d_model, p1=p1, h=h),
         list(options),
         correct,
         fg.EX_PARAMS_WHY.format(d_model=d_model, h=h, d_k=d_model // h),
         truth=f"Counted on a real {h}-head layer: {ph:,} parameters.",
+        secret=[f"{ph:,}"],  # the table's h-head row
     )
 
 
@@ -382,9 +384,11 @@ def heads_step(key: tuple) -> None:
 def cost_step(d_model: int, heads: int, kv_heads: int, T: int) -> None:
     st.subheader("4 · What heads cost")
     params_md, kv_md, _ = cost_view(d_model, heads, kv_heads, T)
-    params_exercise(d_model, heads)
-    st.markdown(params_md)
-    st.caption(fg.PARAMS_NOTE)
+    if params_exercise(d_model, heads):
+        st.markdown(params_md)
+        st.caption(fg.PARAMS_NOTE)
+    else:
+        ui.until_reveal("The parameter count of every head split")
     st.markdown(kv_md)
     st.caption(fg.kv_note(**KV_ASSUMED))
 

@@ -289,6 +289,8 @@ def section_check(names: list, scores: tuple) -> None:
         fs.shift_or_scale_answer(r.add_change, r.mul_change),
         fs.shift_or_scale_why(z.c),
         truth=fs.shift_or_scale_truth(r),
+        # what multiplying does (the current weights and the shift's rounding are on show)
+        secret=[f"{r.mul_change:.3g}", f"{float(r.multiplied[int(r.weights.argmax())]):.3f}"],
     )
     demo, outcome = quiz_stability(tuple(z.scores), z.dtype)
     ui.predict_choice(
@@ -298,6 +300,7 @@ def section_check(names: list, scores: tuple) -> None:
         fs.NAIVE_OUTCOMES[outcome],
         fs.stability_why(demo, outcome, {d: exp_limits(d) for d in DTYPES}),
         truth=fs.stability_truth(demo, z.scores),
+        secret=[fs.naive_weights_text(demo)],  # the stable weights are the page's own
     )
     d = dropout(z.dropout_p, True, quiz)
     ui.predict_number(
@@ -307,6 +310,7 @@ def section_check(names: list, scores: tuple) -> None:
         fs.dropout_why(z.dropout_p, d),
         rel_tol=0.0,
         abs_tol=0.05,
+        fmt="{:.3f}",  # three decimals: this draw's mean, not the "1" every row averages
         lo=0.0,
     )
 

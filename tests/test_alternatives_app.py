@@ -55,7 +55,7 @@ def _buttons(at) -> list[str]:
 
 
 def test_each_step_shows_only_its_own_charts_and_controls():
-    runs = run_steps(PAGE, STEPS)
+    runs = run_steps(PAGE, STEPS, reveal=True)
     for label, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), (label, warnings(at))
@@ -82,7 +82,7 @@ def test_each_step_shows_only_its_own_charts_and_controls():
 
 
 def test_default_view_is_the_scoring_step():
-    at = run_page(PAGE)
+    at = run_page(PAGE, reveal=True)
     no_exception(at)
     assert not warnings(at)
     assert chart_titles(at) == [GRIDS]  # a closed step sends nothing
@@ -94,7 +94,7 @@ def test_default_view_is_the_scoring_step():
 
 
 def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
-    at = run_page(PAGE, step="Contribution")
+    at = run_page(PAGE, reveal=True, step="Contribution")
     no_exception(at)
     assert not warnings(at)
     assert chart_titles(at) == CHARTS["Contribution"]
@@ -102,7 +102,7 @@ def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
     top, light = float(m["without “[SEP]” (α = 0.58)"]), float(m["without “not” (α = 0.05)"])
     assert top < 0.02 < light
     assert len(at.table) == 1  # every token, and two ways of removing it
-    at = run_page(PAGE, step="Nowhere")
+    at = run_page(PAGE, reveal=True, step="Nowhere")
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`step=Nowhere`" in notes[0], notes
@@ -110,14 +110,16 @@ def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
 
 
 def test_a_control_shared_by_two_steps_keeps_its_value_from_one_to_the_other():
-    at = run_page(PAGE, step="Speed")
+    at = run_page(PAGE, reveal=True, step="Speed")
     at.select_slider(key="T").set_value(512).run()
     at.query_params["step"] = at.session_state["step"] = "Linear attention"  # a tab click
     at.run()
     no_exception(at)
     assert at.select_slider(key="T").value == 512
     assert any("T = 128 … 512" in c.value for c in at.caption)
-    at = run_page(PAGE, tau="0.1", seed="3", step="Cosine")  # the sidebar's, on step two
+    at = run_page(
+        PAGE, reveal=True, tau="0.1", seed="3", step="Cosine"
+    )  # the sidebar's, on step two
     assert not warnings(at)
     assert plotly_specs(at)[0]["data"][1]["name"] == "τ = 0.1 (slider)"
     assert "seed 3" in " ".join(md.value for md in at.markdown)
@@ -132,7 +134,7 @@ def test_bad_url_values_fall_back_with_one_note_each():
         ("Linear attention", dict(T="huge"), "T", 1024),
         ("Contribution", dict(value_scale="nan"), "value_scale", 0.02),
     ):
-        at = run_page(PAGE, step=step, **params)
+        at = run_page(PAGE, reveal=True, step=step, **params)
         no_exception(at)
         notes = warnings(at)
         assert len(notes) == len(params), (step, notes)
@@ -144,19 +146,21 @@ def test_bad_url_values_fall_back_with_one_note_each():
 
 
 def test_extremes_cap_additive_with_a_note_and_change_the_story():
-    at = run_page(PAGE, T="4096", step="Speed")
+    at = run_page(PAGE, reveal=True, T="4096", step="Speed")
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "T = 4096" in notes[0] and "1024" in notes[0], notes
     assert "4 GiB" in notes[0]
     memory = plotly_specs(at)[0]
     assert memory["data"][0]["x"] == ["128", "256", "512", "1024", "2048", "4096"]
-    at = run_page(PAGE, T="4096", step="Linear attention")  # no additive here: no cap note
+    at = run_page(
+        PAGE, reveal=True, T="4096", step="Linear attention"
+    )  # no additive here: no cap note
     no_exception(at)
     assert not warnings(at)
-    at = run_page(PAGE, bandwidth="0.1", step="Smoother")
+    at = run_page(PAGE, reveal=True, bandwidth="0.1", step="Smoother")
     assert "Attention as a kernel smoother — bandwidth h = 0.1" in chart_titles(at)
-    at = run_page(PAGE, value_scale="1", step="Contribution")
+    at = run_page(PAGE, reveal=True, value_scale="1", step="Contribution")
     m = _metrics(at)
     assert float(m["without “[SEP]” (α = 0.58)"]) > float(m["without “not” (α = 0.05)"])
     contrib = plotly_specs(at)[0]
@@ -164,7 +168,7 @@ def test_extremes_cap_additive_with_a_note_and_change_the_story():
 
 
 def test_pressing_the_timing_buttons_measures_and_shows_the_charts():
-    at = run_page(PAGE, T="256", step="Speed")
+    at = run_page(PAGE, reveal=True, T="256", step="Speed")
     at.button(key="time_scores").click().run()
     no_exception(at)
     assert "Time to score every query against every key (d = 64)" in chart_titles(at)
@@ -173,7 +177,7 @@ def test_pressing_the_timing_buttons_measures_and_shows_the_charts():
     assert m["Intermediate at T = 256"] == "16 MiB"
     speed = next(s for s in plotly_specs(at) if s["layout"]["title"]["text"].startswith("Time"))
     assert speed["data"][0]["x"] == [128, 256]
-    at = run_page(PAGE, T="256", step="Linear attention")
+    at = run_page(PAGE, reveal=True, T="256", step="Linear attention")
     at.button(key="time_linear").click().run()
     no_exception(at)
     assert chart_titles(at) == ["Softmax attention against linear attention (d = 64)"]

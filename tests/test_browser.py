@@ -11,6 +11,7 @@ from tests.support.browser import (
     open_page,
     plotly_count,
     rerun_latency_ms,
+    reveal_held_back,
     streamlit_server,
     wait_idle,
 )
@@ -27,6 +28,7 @@ def test_page_renders_charts_and_reruns_on_a_slider_key_press(server_url, browse
     try:
         assert page.locator("h1").first.inner_text().strip() == lesson.h1
         assert page.locator(EXCEPTION).count() == 0
+        reveal_held_back(page)  # a step whose chart is its exercise's answer shows it now
         page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=30_000)
         charts = plotly_count(page)
         assert charts >= 1
@@ -35,6 +37,7 @@ def test_page_renders_charts_and_reruns_on_a_slider_key_press(server_url, browse
         assert ms > 0
         wait_idle(page)
         assert page.locator(EXCEPTION).count() == 0
+        reveal_held_back(page)  # a new setting asks its exercise again
         assert plotly_count(page) >= 1
         assert not errors, errors
     finally:

@@ -41,7 +41,7 @@ def titles(at) -> list[str]:
 
 
 def step(label: str, **params):
-    return run_page(COST, **{KEY: label}, **params)
+    return run_page(COST, reveal=True, **{KEY: label}, **params)
 
 
 def controls(at) -> list[str]:
@@ -51,7 +51,7 @@ def controls(at) -> list[str]:
 
 
 def test_each_step_draws_only_its_own_charts():
-    runs = run_steps(COST, STEPS, key=KEY)
+    runs = run_steps(COST, STEPS, key=KEY, reveal=True)
     for label, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), (label, warnings(at))
@@ -73,7 +73,7 @@ def test_each_step_draws_only_its_own_charts():
 
 
 def test_defaults_reproduce_the_lesson():
-    at = run_page(COST)  # the first step: compute
+    at = run_page(COST, reveal=True)  # the first step: compute
     no_exception(at)
     assert not warnings(at)
     assert [t[:26] for t in titles(at)] == ["Compute per layer against "]
@@ -167,7 +167,9 @@ def test_extreme_settings_stay_finite_and_cap_the_sweep():
         T="131072", batch="1024", layers="128", heads="64", d_model="8192", dtype="float32",
         gpu_gb="8",
     )  # fmt: skip
-    runs = run_steps(COST, ["Compute", "Memory", "KV cache", "Sweep"], key=KEY, **extreme)
+    runs = run_steps(
+        COST, ["Compute", "Memory", "KV cache", "Sweep"], key=KEY, reveal=True, **extreme
+    )
     for at in runs:
         no_exception(at)
     m = metrics(runs[1])

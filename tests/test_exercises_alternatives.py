@@ -110,17 +110,21 @@ def test_kernel_window_count_follows_the_bandwidth():
 
 
 def test_knockout_answer_turns_from_not_to_sep_with_the_value_length():
+    """The question is asked at [SEP]'s default length, before the slider and the metrics
+    that answer it; a link's other length changes the live part, not the question."""
     assert _loudest(0.02).startswith("not") and _loudest(1.0).startswith("[SEP]")
-    for scale in (0.02, 1.0):
-        want = _loudest(scale)
-        at = run_page(PAGE, value_scale=scale, step="Contribution")
-        key = f"alt-knock-{scale:g}".replace(".", "_")
+    want = _loudest(0.02)
+    for link in ({}, {"value_scale": "1"}):
+        at = run_page(PAGE, step="Contribution", **link)
+        assert not at.slider  # held back until the reveal: it would show the answer
+        key = "alt-knock-0_02"
         wrong = "film (α = 0.10)"
         _reveal(at, key, wrong)
         ok, bad = _said(at)
         assert not ok and f"the computed answer is **{want}**" in bad
         _reveal(at, key, want)
         assert f"Right: **{want}**" in _said(at)[0]
+        assert at.slider(key="value_scale").value == float(link.get("value_scale", 0.02))
 
 
 @pytest.mark.parametrize("tau", [0.05, 1.0, 10.0])

@@ -100,7 +100,7 @@ def test_right_and_wrong_answers_are_judged_against_attn_core(at0):
     reveal(at0, drop_key)
     _, bad = verdicts(at0)
     assert abs(e["mean"] - 1) < 0.02
-    assert any(f"Computed **{e['mean']:.3g}**" in b for b in bad)
+    assert any(f"Computed **{e['mean']:.3f}**" in b for b in bad)
     assert "only sees the *gaps*" in text(at0) and "survivors are scaled up" in text(at0)
 
 

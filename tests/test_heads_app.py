@@ -11,6 +11,7 @@ from tests.support.apptest import (
     chart_titles,
     no_exception,
     plotly_specs,
+    reveal_all,
     run_page,
     run_steps,
     warnings,
@@ -45,7 +46,7 @@ def _run_with_list(**params) -> AppTest:
     for k, v in params.items():
         at.query_params[k] = v
     at.run()
-    return at
+    return reveal_all(at)  # the Switch off step holds its bars back until its question
 
 
 def _subheaders(at) -> list[str]:
@@ -53,7 +54,7 @@ def _subheaders(at) -> list[str]:
 
 
 def test_defaults_show_the_first_step_and_every_step_its_charts():
-    runs = run_steps(PAGE, STEPS)
+    runs = run_steps(PAGE, STEPS, reveal=True)
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), step
@@ -66,7 +67,7 @@ def test_defaults_show_the_first_step_and_every_step_its_charts():
     for want, got in zip(TITLES, shown, strict=True):
         assert got.startswith(want)
     assert "shipped model" in shown[-1]
-    at = run_page(PAGE)  # no ?step=: the first step, and only its charts
+    at = run_page(PAGE, reveal=True)  # no ?step=: the first step, and only its charts
     no_exception(at)
     assert at.title[0].value == "Trained heads"
     titles = chart_titles(at)
@@ -89,13 +90,13 @@ def test_defaults_show_the_first_step_and_every_step_its_charts():
 
 
 def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
-    at = run_page(PAGE, step="Switch off")
+    at = run_page(PAGE, reveal=True, step="Switch off")
     no_exception(at)
     assert not warnings(at)
     assert _subheaders(at) == ["4. Switch heads off"]
     [title] = chart_titles(at)
     assert title.startswith(SHOWS["Switch off"][0])
-    at = run_page(PAGE, step="Nowhere")
+    at = run_page(PAGE, reveal=True, step="Nowhere")
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`step=Nowhere`" in notes[0], notes
@@ -104,7 +105,7 @@ def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
 
 
 def test_a_new_seed_redraws_only_the_open_steps_charts():
-    at = run_page(PAGE)
+    at = run_page(PAGE, reveal=True)
     before = plotly_specs(at)
     at.slider(key="seed").set_value(1).run()
     no_exception(at)
@@ -117,7 +118,7 @@ def test_a_new_seed_redraws_only_the_open_steps_charts():
 
 
 def test_users_pattern_is_predicted_once_it_repeats():
-    at = run_page(PAGE, tokens="red fox jumps high red fox jumps high", step="Loss")
+    at = run_page(PAGE, reveal=True, tokens="red fox jumps high red fox jumps high", step="Loss")
     no_exception(at)
     assert not warnings(at)
     assert "your text, read as words" in " ".join(md.value for md in at.markdown)
@@ -125,12 +126,14 @@ def test_users_pattern_is_predicted_once_it_repeats():
     assert float(m["Loss on repeated tokens"]) < 0.5 < 3 < float(m["Loss on first occurrences"])
     loss = next(s for s in plotly_specs(at) if s["layout"]["title"]["text"].startswith("How sur"))
     assert loss["layout"]["xaxis"]["ticktext"][:4] == ["red", "fox", "jumps", "high"]
-    maps = plotly_specs(run_page(PAGE, tokens="red fox jumps high red fox jumps high"))[0]
+    maps = plotly_specs(
+        run_page(PAGE, reveal=True, tokens="red fox jumps high red fox jumps high")
+    )[0]
     assert maps["layout"]["xaxis"]["ticktext"][:4] == ["red", "fox", "jumps", "high"]  # typed
 
 
 def test_no_repeats_says_there_is_no_induction_score():
-    at = run_page(PAGE, tokens="one two three four five")
+    at = run_page(PAGE, reveal=True, tokens="one two three four five")
     no_exception(at)
     assert _metrics(at)["Loss on repeated tokens"] == "n/a"
     assert any("nothing to copy" in i.value for i in at.info)
@@ -152,7 +155,7 @@ def test_ablating_the_induction_heads_removes_the_gain():
     no_exception(at)
     [loss] = plotly_specs(at)
     assert any("switched off" in (t.get("name") or "") for t in loss["data"])
-    at = run_page(PAGE, step="Switch off")  # nothing switched off: the bars alone
+    at = run_page(PAGE, reveal=True, step="Switch off")  # nothing switched off: the bars alone
     assert len(plotly_specs(at)) == 1
     assert not any(k.startswith("Loss on repeated tokens with") for k in _metrics(at))
 
@@ -160,7 +163,7 @@ def test_ablating_the_induction_heads_removes_the_gain():
 def test_the_train_button_warns_when_the_run_outlasts_the_servers_budget(monkeypatch):
     monkeypatch.setenv("ATTN_JOB_BUDGET_S", "0.5")
     jobs.reset()
-    at = run_page(PAGE, seed="97", step="Train")
+    at = run_page(PAGE, reveal=True, seed="97", step="Train")
     [label] = [b.label for b in at.button if b.label.startswith("Train from scratch")]
     assert label.endswith("; this server stops a job after 0.5 s)"), label
 
@@ -168,7 +171,7 @@ def test_the_train_button_warns_when_the_run_outlasts_the_servers_budget(monkeyp
 def test_live_training_on_button_press(monkeypatch):
     monkeypatch.setattr(ind, "PRETRAINED_STEPS", 30)  # a CI-sized run; the page trains this many
     jobs.reset()  # no typical time from an earlier test's run: the label uses the shipped one
-    at = run_page(PAGE, seed="97", step="Train")
+    at = run_page(PAGE, reveal=True, seed="97", step="Train")
     no_exception(at)
     assert _subheaders(at) == ["6. Train it live"]
     button = next(b for b in at.button if "Train from scratch at seed 97" in b.label)
@@ -194,7 +197,7 @@ def test_live_training_on_button_press(monkeypatch):
     ],
 )
 def test_bad_url_values_fall_back_with_a_note(params, bad):
-    at = run_page(PAGE, **params)
+    at = run_page(PAGE, reveal=True, **params)
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and f"`{bad}=" in notes[0], notes
@@ -213,7 +216,7 @@ def test_bad_url_values_fall_back_with_a_note(params, bad):
     ],
 )
 def test_bad_text_falls_back_or_is_capped_with_a_note(tokens, note):
-    at = run_page(PAGE, tokens=tokens)
+    at = run_page(PAGE, reveal=True, tokens=tokens)
     no_exception(at)
     notes = warnings(at)
     if note is None:
@@ -224,7 +227,7 @@ def test_bad_text_falls_back_or_is_capped_with_a_note(tokens, note):
 
 
 def test_html_in_the_text_is_shown_as_text():
-    at = run_page(PAGE, tokens="<b>bold</b> <img src=x onerror=alert(1)> <b>bold</b>")
+    at = run_page(PAGE, reveal=True, tokens="<b>bold</b> <img src=x onerror=alert(1)> <b>bold</b>")
     no_exception(at)
     shown = at.code[0].value
     assert "<b>bold</b>" in shown  # literally, inside a code block

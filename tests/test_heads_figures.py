@@ -239,7 +239,7 @@ def test_heads_page_sentences_follow_the_shipped_model(shipped):
     single = ind.single_head_ablation(model, batch).flatten().tolist()
     full = ind.evaluate(model, batch)[0]
     loss = dict(zip(names, single, strict=True))
-    at = run_page(PAGE, step="Train")
+    at = run_page(PAGE, reveal=True, step="Train")
     no_exception(at)
     body = next(
         m.value for e in at.expander for m in e.markdown if m.value.startswith("Multi-head")
@@ -252,7 +252,7 @@ def test_heads_page_sentences_follow_the_shipped_model(shipped):
     assert f"raises the loss to at most {max(loss[h] for h in copy):.3f}" in body
     assert f"from {full:.3f} (all heads on)" in body
     # Switch off: every induction head off at once
-    at = run_page(PAGE, step="Switch off")
+    at = run_page(PAGE, reveal=True, step="Switch off")
     no_exception(at)
     off = ind.evaluate(model, batch, ind.ablation_mask(model.config, copy))[0]
     text = next(m.value for m in at.markdown if m.value.startswith("- **Switch off every"))
@@ -268,7 +268,7 @@ def test_scores_and_loss_captions_count_from_the_sequence_shown(shipped):
     s = ind.scores_from_weights(tr.weights, tokens)
     base = ind.scores_from_weights(ind.uniform_weights(tokens.shape[1])[None], tokens[:1])
     jobs = [j for row in s.jobs(base) for j in row]
-    at = run_page(PAGE, step="Scores")
+    at = run_page(PAGE, reveal=True, step="Scores")
     no_exception(at)
     cap = next(c.value for c in at.caption if c.value.startswith("Blue: the mean weight"))
     assert "most heads have none" not in cap
@@ -276,7 +276,7 @@ def test_scores_and_loss_captions_count_from_the_sequence_shown(shipped):
     loss = ind.per_position_loss(tr.logits, tokens[0])[0]
     rep = ind.repeated_positions(tokens[0])
     new, old = loss[~rep], loss[rep]
-    at = run_page(PAGE, step="Loss")
+    at = run_page(PAGE, reveal=True, step="Loss")
     no_exception(at)
     cap = next(c.value for c in at.caption if c.value.startswith("Blue circles"))
     assert (

@@ -51,14 +51,14 @@ def _stopped(at) -> tuple[int, int, str, float]:
 def test_training_stops_at_the_budget_says_so_and_is_not_kept(monkeypatch):
     _budget(monkeypatch, 0.5)
     params = dict(d_k="512", steps="2000", lr="0.0001", seed="4321")
-    at = _press(run_page("pages/training.py", **params), "Run both")
+    at = _press(run_page("pages/training.py", reveal=True, **params), "Run both")
     done, total, unit, budget = _stopped(at)
     assert (total, unit, budget) == (2000, "steps", 0.5)
     assert 1 <= done < total
     # the partial curves are drawn for this session …
     assert any("Training loss" in t for t in chart_titles(at))
     # … but not kept for everyone: a fresh session with the same link has nothing to show
-    again = run_page("pages/training.py", **params)
+    again = run_page("pages/training.py", reveal=True, **params)
     assert not [w for w in warnings(again) if "Stopped after" in w]
     assert any("Press **Run both**" in i.value for i in again.info)
 
@@ -68,7 +68,9 @@ def test_a_press_that_waits_too_long_in_line_says_where_it_was(monkeypatch, fres
     holder = fresh_limiter.join("someone else's training")
     assert fresh_limiter.acquire(holder, timeout=0)
     try:
-        at = _press(run_page("pages/training.py", d_k="8", steps="50", seed="4322"), "Run both")
+        at = _press(
+            run_page("pages/training.py", reveal=True, d_k="8", steps="50", seed="4322"), "Run both"
+        )
     finally:
         fresh_limiter.release(holder)
     [gave_up] = [w for w in warnings(at) if "The server is busy" in w]
@@ -114,7 +116,9 @@ def test_a_queued_press_waits_its_turn_then_runs(
 
 def test_heads_live_training_stops_at_the_budget(monkeypatch):
     _budget(monkeypatch, 0.5)
-    at = _press(run_page("pages/heads.py", seed="93", step="Train"), "Train from scratch")
+    at = _press(
+        run_page("pages/heads.py", reveal=True, seed="93", step="Train"), "Train from scratch"
+    )
     done, total, unit, budget = _stopped(at)
     assert (total, unit, budget) == (ind.PRETRAINED_STEPS, "steps", 0.5)
     assert 1 <= done < total
@@ -124,7 +128,7 @@ def test_heads_live_training_stops_at_the_budget(monkeypatch):
 
 def test_cost_sweep_stops_at_the_budget(monkeypatch):
     _budget(monkeypatch, 0.3)
-    at = _press(run_page("pages/cost.py", step="Sweep"), "Run the sweep")
+    at = _press(run_page("pages/cost.py", reveal=True, step="Sweep"), "Run the sweep")
     done, total, unit, budget = _stopped(at)
     plan = plan_sweep(1024, batch=1, heads=8, d_k=64, dtype="float32", device="cpu")
     assert (total, unit, budget) == (len(plan.points), "measurements", 0.3)
@@ -133,7 +137,7 @@ def test_cost_sweep_stops_at_the_budget(monkeypatch):
 
 def test_alternatives_timing_stops_at_the_budget(monkeypatch):
     _budget(monkeypatch, 0.2)
-    at = run_page("pages/alternatives.py", step="Speed", T="1024")
+    at = run_page("pages/alternatives.py", reveal=True, step="Speed", T="1024")
     at = _press(at, "Time dot product vs additive")
     done, total, unit, budget = _stopped(at)
     assert (total, unit, budget) == (4, "sequence lengths", 0.2)  # T = 128, 256, 512, 1024
@@ -146,7 +150,7 @@ def test_alternatives_timing_stops_at_the_budget(monkeypatch):
 def test_all_eight_heads_can_be_switched_off_by_link():
     model, _ = ind.load_pretrained()
     names = model.config.head_names()
-    at = run_page("pages/heads.py", ablate=",".join(names), step="Switch off")
+    at = run_page("pages/heads.py", reveal=True, ablate=",".join(names), step="Switch off")
     no_exception(at)
     assert not warnings(at)
     batch = ind.eval_batch(model.config)

@@ -21,7 +21,10 @@ STEP_TITLES = {
     "Weights": ["Weights, plain softmax", "Weights, safe path (attn_core)"],
     "Fill": ["What each fill does, in each precision"],
     "Cross attention": ["Cross-attention: 6 queries over 8 keys (example 0)"],
-    "Broadcasting bug": [],
+    "Broadcasting bug": [  # the default B = T_q: the silent bug, drawn
+        "Which example's padding lands on which query row",
+        "How wrong each output row is",
+    ],
     "Cost": [],
 }
 
@@ -35,7 +38,7 @@ def metric(at, label: str) -> str:
 
 
 def test_defaults_open_the_first_step_only():
-    at = run_page(PAGE)
+    at = run_page(PAGE, reveal=True)
     no_exception(at)
     assert not warnings(at)
     assert titles(at) == STEP_TITLES["Mask"]  # a closed step sends nothing
@@ -44,7 +47,7 @@ def test_defaults_open_the_first_step_only():
 
 
 def test_every_step_shows_its_own_charts_and_all_charts_appear():
-    runs = run_steps(PAGE, STEPS)
+    runs = run_steps(PAGE, STEPS, reveal=True)
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
         assert not warnings(at), (step, warnings(at))
@@ -57,9 +60,11 @@ def test_every_step_shows_its_own_charts_and_all_charts_appear():
     assert metric(weights, "Rows that came out NaN") == "0"
     assert len(fill.expander) == 1 and len(bug.expander) == 1  # the two explanations
     assert cross.slider(key="T_q").value == 6
-    # default lab: B = 3, T_q = 6: the real shape error is shown
-    assert any("must match the size of tensor" in e.value for e in bug.error)
-    assert bug.slider(key="batch").value == 3 and bug.slider(key="T_q").value == 6
+    # default lab: B = T_q = 6: the silent bug (the step's point), and the loud case named
+    assert not [e for e in bug.error if not e.value.startswith(("Not quite", "Computed"))]
+    assert any("B = T_q = 6: **no error**" in i.value for i in bug.info)
+    assert any("PyTorch refuses the shapes with a RuntimeError" in m.value for m in bug.markdown)
+    assert bug.slider(key="batch").value == 6 and bug.slider(key="T_q").value == 6
     assert any(b.label.startswith("Measure both at T = 1024") for b in cost.button)
     # the step's own controls live in the step, not in the sidebar
     for at in runs:
@@ -67,11 +72,11 @@ def test_every_step_shows_its_own_charts_and_all_charts_appear():
 
 
 def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():
-    at = run_page(PAGE, step="Fill", fill="-1e9", dtype="float16")
+    at = run_page(PAGE, reveal=True, step="Fill", fill="-1e9", dtype="float16")
     no_exception(at)
     assert not warnings(at)
     assert titles(at) == STEP_TITLES["Fill"]
-    at = run_page(PAGE, step="Nowhere")
+    at = run_page(PAGE, reveal=True, step="Nowhere")
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`step=Nowhere`" in notes[0]
@@ -92,7 +97,9 @@ CASES = [
 
 @pytest.mark.parametrize("kind,fill,dtype,extra", CASES, ids=[c[0] for c in CASES])
 def test_every_mask_type_and_fill(kind, fill, dtype, extra):
-    at, weights = run_steps(PAGE, STEPS[:2], mask=kind, fill=fill, dtype=dtype, **extra)
+    at, weights = run_steps(
+        PAGE, STEPS[:2], reveal=True, mask=kind, fill=fill, dtype=dtype, **extra
+    )
     for run in (at, weights):
         no_exception(run)
         assert not warnings(run), warnings(run)
@@ -113,7 +120,9 @@ def test_every_mask_type_and_fill(kind, fill, dtype, extra):
 
 
 def test_custom_mask_from_the_url_flips_its_cells_and_explains_an_empty_row():
-    at, weights = run_steps(PAGE, STEPS[:2], mask="custom", tokens="4", custom="0-0,1-3")
+    at, weights = run_steps(
+        PAGE, STEPS[:2], reveal=True, mask="custom", tokens="4", custom="0-0,1-3"
+    )
     no_exception(at)
     assert at.text_input(key="custom").value == "0-0,1-3"
     labels = plotly_specs(at)[0]["layout"]["yaxis"]["ticktext"]
@@ -126,7 +135,7 @@ def test_custom_mask_from_the_url_flips_its_cells_and_explains_an_empty_row():
 
 
 def test_bad_custom_cells_are_named_and_ignored():
-    at = run_page(PAGE, mask="custom", tokens="4", custom="1-3,zz,9-9,<b>x</b>")
+    at = run_page(PAGE, reveal=True, mask="custom", tokens="4", custom="1-3,zz,9-9,<b>x</b>")
     no_exception(at)
     notes = " ".join(warnings(at))
     assert "`zz`" in notes and "`9-9`" in notes and "outside the 4×4 grid" in notes
@@ -134,19 +143,19 @@ def test_bad_custom_cells_are_named_and_ignored():
 
 
 def test_bad_lengths_get_notes_and_a_repair():
-    at = run_page(PAGE, mask="padding", lengths="5,30,0,abc,-2")
+    at = run_page(PAGE, reveal=True, mask="padding", lengths="5,30,0,abc,-2")
     no_exception(at)
     notes = " ".join(warnings(at))
     assert "longer than T = 8" in notes and "at least one token" in notes
     assert "`abc`" in notes and "not a whole number" in notes
     assert any("In use: 5, 8, 1, 1" in c.value for c in at.sidebar.caption)
     assert len(at.radio(key="example").options) == 4
-    empty = run_page(PAGE, lengths="x;y")
+    empty = run_page(PAGE, reveal=True, lengths="x;y")
     assert any("no usable number" in w for w in warnings(empty))
 
 
 def test_default_lengths_on_a_small_T_are_clipped_quietly():
-    at = run_page(PAGE, tokens="4")
+    at = run_page(PAGE, reveal=True, tokens="4")
     no_exception(at)
     assert not warnings(at)
     assert any("In use: 4, 3, 4" in c.value for c in at.sidebar.caption)
@@ -154,7 +163,7 @@ def test_default_lengths_on_a_small_T_are_clipped_quietly():
 
 def test_bad_url_values_fall_back_with_a_note():
     bad = dict(mask="diagonal", tokens="999", fill="-1e99", dtype="int8", logit_size="-5")
-    at = run_page(PAGE, **bad)
+    at = run_page(PAGE, reveal=True, **bad)
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == len(bad), notes
@@ -164,34 +173,38 @@ def test_bad_url_values_fall_back_with_a_note():
 
 
 def test_a_steps_own_controls_note_bad_values_inside_that_step():
-    bug = run_page(PAGE, step="Broadcasting bug", batch="0", T_q="nan", tokens="999")
+    bug = run_page(PAGE, reveal=True, step="Broadcasting bug", batch="0", T_q="nan", tokens="999")
     no_exception(bug)
     notes = warnings(bug)
     assert len(notes) == 3, notes
     for key in ("batch", "T_q", "tokens"):
         assert any(f"`{key}=" in n for n in notes), key
-    assert bug.slider(key="batch").value == 3 and bug.slider(key="T_q").value == 6
-    cost = run_page(PAGE, step="Cost", T_time="100")
+    assert bug.slider(key="batch").value == 6 and bug.slider(key="T_q").value == 6
+    loud = run_page(
+        PAGE, reveal=True, step="Broadcasting bug", batch="3"
+    )  # B ≠ T_q: the shape error
+    assert any("must match the size of tensor" in e.value for e in loud.error)
+    cost = run_page(PAGE, reveal=True, step="Cost", T_time="100")
     no_exception(cost)
     assert [n for n in warnings(cost) if "`T_time=100`" in n]
     assert cost.select_slider(key="T_time").value == 1024
     # the T_q slider of the cross-attention step is the same control, from the same link
-    cross = run_page(PAGE, step="Cross attention", T_q="3")
+    cross = run_page(PAGE, reveal=True, step="Cross attention", T_q="3")
     no_exception(cross)
     assert titles(cross)[0].startswith("Cross-attention: 3 queries over 8 keys")
 
 
 def test_prefix_longer_than_T_is_clipped_with_a_note():
-    at = run_page(PAGE, mask="prefix-LM", tokens="5", prefix="9")
+    at = run_page(PAGE, reveal=True, mask="prefix-LM", tokens="5", prefix="9")
     no_exception(at)
     assert any("longer than T = 5" in w for w in warnings(at))
 
 
 def test_broadcast_bug_when_batch_equals_query_length():
     step = "Broadcasting bug"
-    at = run_page(PAGE, batch="4", T_q="4", lengths="2,7,5,3", step=step)
+    at = run_page(PAGE, reveal=True, batch="4", T_q="4", lengths="2,7,5,3", step=step)
     no_exception(at)
-    assert any("no error" in w for w in warnings(at))
+    assert any("no error" in i.value for i in at.info)
     assert titles(at) == [
         "Which example's padding lands on which query row",
         "How wrong each output row is",
@@ -200,12 +213,12 @@ def test_broadcast_bug_when_batch_equals_query_length():
     no_exception(at)
     assert titles(at) == []
     assert any("B = 4 ≠ T_q = 5" in e.value for e in at.error)
-    one = run_page(PAGE, batch="1", step=step)
+    one = run_page(PAGE, reveal=True, batch="1", step=step)
     assert any("right by luck" in s.value for s in one.success)
 
 
 def test_is_causal_measurement_on_button_press():
-    at = run_page(PAGE, T_time="256", step="Cost")
+    at = run_page(PAGE, reveal=True, T_time="256", step="Cost")
     no_exception(at)
     assert not any(x.startswith("Time per call") for x in titles(at))
     next(b for b in at.button if b.label.startswith("Measure both")).click().run()
@@ -215,9 +228,11 @@ def test_is_causal_measurement_on_button_press():
 
 
 def test_float16_leak_and_score_overflow_are_shown():
-    leak = run_page(PAGE, fill="-1e4", dtype="float16", logit_size="10000", step="Weights")
+    leak = run_page(
+        PAGE, reveal=True, fill="-1e4", dtype="float16", logit_size="10000", step="Weights"
+    )
     no_exception(leak)
     assert float(metric(leak, "Largest leaked weight")) > 0.5
     assert metric(leak, "Rows that came out NaN") == "0"
-    huge = run_page(PAGE, dtype="float16", logit_size="30000")
+    huge = run_page(PAGE, reveal=True, dtype="float16", logit_size="30000")
     assert any("already ±inf" in i.value for i in huge.info)

@@ -59,7 +59,7 @@ def test_query_length_is_one_control_shared_by_two_steps(server_url, browser):
     wait_charts(page, 1)
     set_slider(page, "Query length T_q", 4)
     page.wait_for_function("() => location.search.includes('T_q=4')", timeout=30_000)
-    open_step(page, "Broadcasting bug", "B = 3 ≠ T_q = 4", ALERT)  # T_q came along
+    open_step(page, "Broadcasting bug", "B = 6 ≠ T_q = 4", ALERT)  # T_q came along
     assert "step=Broadcasting" in page.url
     open_step(page, "Cross attention", "Cross-attention: 4 queries")
     assert page.locator(EXCEPTION).count() == 0 and not errors

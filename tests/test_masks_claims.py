@@ -36,7 +36,7 @@ def named(fill: str) -> str:
 
 
 def fill_caption(**params) -> str:
-    at = run_page(PAGE, step="Fill", **params)
+    at = run_page(PAGE, reveal=True, step="Fill", **params)
     no_exception(at)
     return next(c.value for c in at.caption if c.value.startswith("The same mask and logits"))
 
@@ -114,7 +114,7 @@ def test_leak_suggestion_counts_rows_and_shares_from_the_chart_tensors(T, dtype)
     """Issue 16, item 7: at the defaults 2 of the 7 rows with forbidden keys leak about
     100 % and the others nothing; the suggestion says so, from the same weights."""
     rows, leak, beats, fill = leak_rows(T, dtype)
-    at = run_page(PAGE, step="Weights", tokens=str(T), dtype=dtype)
+    at = run_page(PAGE, reveal=True, step="Weights", tokens=str(T), dtype=dtype)
     no_exception(at)
     text = next(m.value for m in at.markdown if "Causal mask, fill -1e4" in m.value)
     text = text.split("**Causal mask, fill -1e4, logit size 10000** — ")[1].split("\n")[0]
@@ -144,7 +144,9 @@ def test_leak_suggestion_counts_rows_and_shares_from_the_chart_tensors(T, dtype)
 def test_empty_row_notice_follows_the_fill_and_precision():
     for fill, dtype in (("-inf", "float32"), ("-1e9", "float16"), ("-1e9", "float32")):
         pairs = nan_pairs("custom", 8, 1.0, cells=((0, 0),))
-        at = run_page(PAGE, step="Weights", mask="custom", custom="0-0", fill=fill, dtype=dtype)
+        at = run_page(
+            PAGE, reveal=True, step="Weights", mask="custom", custom="0-0", fill=fill, dtype=dtype
+        )
         no_exception(at)
         note = next(i.value for i in at.info if "no key at all" in i.value)
         stored = fig.fmt_value(stored_fill(fill, DTYPES[dtype]))
@@ -156,7 +158,7 @@ def test_empty_row_notice_follows_the_fill_and_precision():
 
 
 def test_fill_explanation_and_help_numbers_are_float16s_own():
-    at = run_page(PAGE, step="Fill")
+    at = run_page(PAGE, reveal=True, step="Fill")
     no_exception(at)
     body = at.expander[0].markdown[0].value
     top = torch.finfo(torch.float16).max
@@ -179,10 +181,10 @@ def test_safe_path_caption_admits_rows_whose_scores_overflowed():
     assert torch.equal(torch.isnan(r.safe_weights[0]).any(-1), plus_inf)
     n = int(plus_inf.sum())
     assert n > 0
-    at = run_page(PAGE, step="Weights", logit_size="30000", dtype="float16")
+    at = run_page(PAGE, reveal=True, step="Weights", logit_size="30000", dtype="float16")
     no_exception(at)
     cap = next(c.value for c in at.caption if c.value.startswith("The same scores masked"))
     assert f"Except {n} row{'s' * (n != 1)} holding a score that is already +inf" in cap
-    at = run_page(PAGE, step="Weights")
+    at = run_page(PAGE, reveal=True, step="Weights")
     cap = next(c.value for c in at.caption if c.value.startswith("The same scores masked"))
     assert "Except" not in cap and "whatever the fill" in cap

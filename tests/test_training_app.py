@@ -13,7 +13,7 @@ from tests.support.apptest import (
 )
 
 PAGE = "pages/training.py"
-STEPS = ["Train", "Rows", "Predict", "Heads"]
+STEPS = ["Train", "Predict", "Rows", "Heads"]
 # before any training, the charts of each step (a closed step sends nothing)
 SHOWS = {
     "Train": ["Where the query looks: probe examples"],
@@ -46,15 +46,17 @@ def test_defaults_show_the_start_before_any_training():
     assert any("Run both" in i.value for i in at.info)
     assert [b.label for b in at.button][:2] == ["Run both", "Stop"]
     assert any("0.5" in c.value and "SGD" in c.value for c in at.caption)
-    m = _metrics(runs[1])  # the Rows step: how the two start
+    m = _metrics(runs[STEPS.index("Rows")])  # the Rows step: how the two start
     assert (
         float(m["Step 0 largest weight, unscaled"])
         > 0.7
         > 0.4
         > float(m["Step 0 largest weight, scaled"])
     )
-    assert any("once both runs have ended" in i.value for i in runs[1].info)
-    assert "Predict, then reveal" in " ".join(md.value for md in runs[2].markdown)
+    assert any("once both runs have ended" in i.value for i in runs[STEPS.index("Rows")].info)
+    assert "Predict, then reveal" in " ".join(
+        md.value for md in runs[STEPS.index("Predict")].markdown
+    )
 
 
 def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():

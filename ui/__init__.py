@@ -34,9 +34,9 @@ from .controls import (
     text,
     toggle,
 )
-from .exercises import predict_choice, predict_number
+from .exercises import predict_choice, predict_number, revealed, until_reveal
 from .lesson import LESSONS, Lesson, available
-from .share import presenting
+from .share import presenting, where
 
 __all__ = [
     "LESSONS",
@@ -59,6 +59,7 @@ __all__ = [
     "presenting",
     "prev_next",
     "radio",
+    "revealed",
     "safe_text",
     "select_slider",
     "selectbox",
@@ -69,4 +70,6 @@ __all__ = [
     "text",
     "toggle",
     "try_this",
+    "until_reveal",
+    "where",
 ]

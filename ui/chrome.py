@@ -10,7 +10,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import controls, share
+from . import controls, exercises, share
 from .controls import escape  # the one escaping function (also ui.escape)
 from .lesson import Lesson, available, by_file
 
@@ -62,6 +62,7 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
         st.session_state["_ui_page"] = file
     st.session_state["_ui_chart_n"] = 0
     st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
+    st.session_state.pop(exercises.EXERCISE_LOG, None)  # this run's exercises log again
     if share.presenting():
         st.html(share.PRESENT_CSS)
     else:
@@ -72,7 +73,7 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
     if intro:
-        st.markdown(intro)
+        st.markdown(share.where(intro))
     device_badge()
     return lesson
 
@@ -88,8 +89,8 @@ def _next_chart_number() -> int:
 def controls_area():
     """Where a page's main controls go: the sidebar, or (presenter mode, no sidebar)
     a box at the top of the page. Use as `with ui.controls_area():`."""
-    if share.presenting():
-        return st.expander("Controls", expanded=True, icon=":material/tune:")
+    if share.presenting():  # closed: the first screen is the step's chart, not sliders
+        return st.expander("Controls", expanded=False, icon=":material/tune:")
     return st.sidebar
 
 
@@ -119,7 +120,7 @@ def try_this(items: list[tuple[str, str]]) -> None:
     """A box of experiments: (what to do, what you should see)."""
     with st.container(border=True):
         st.markdown("##### :material/science: Try this")
-        st.markdown("\n".join(f"- **{do}** — {see}" for do, see in items))
+        st.markdown(share.where("\n".join(f"- **{do}** — {see}" for do, see in items)))
 
 
 def explain(title: str, body: str, *, expanded: bool = False) -> None:

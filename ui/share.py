@@ -46,6 +46,10 @@ PRESENT_CSS = """
   h1 { font-size: 3.2rem !important; }
   h2, h3 { font-size: 2.2rem !important; }
   [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
+  /* the answer choices, the step tabs and the buttons: as large as the body text */
+  [data-testid="stRadio"] [role="radiogroup"] p, button[data-baseweb="tab"] p,
+  [data-testid="stBaseButton-secondary"] p, [data-testid="stBaseButton-primary"] p,
+  [data-testid="stExpander"] summary p { font-size: 1.35rem !important; }
 </style>
 """
 
@@ -53,6 +57,16 @@ PRESENT_CSS = """
 def presenting() -> bool:
     """?present=1 on any page: projector-sized type and figures, no sidebar."""
     return str(st.query_params.get("present", "")).lower() in {"1", "true", "yes"}
+
+
+def where(text: str) -> str:
+    """Text that points at the sidebar, pointed at the Controls box in presenter mode
+    (which has no sidebar: the controls sit in a box at the top of the page)."""
+    if not presenting():
+        return text
+    return text.replace("in the sidebar", "under Controls at the top").replace(
+        "the sidebar", "Controls at the top"
+    )
 
 
 def link_box() -> None:
@@ -71,11 +85,52 @@ def present_toggle_link(file: str) -> None:
                      query_params={**params, "present": "1"})  # fmt: skip
 
 
+PROJECTOR_MIN_PX = 18  # the smallest text inside a chart in presenter mode
+
+
+def _raise_fonts(node, low: int) -> None:
+    """Every explicit font size in a figure's dict (ticks, axis and colour-bar titles,
+    annotations such as subplot titles, legends, trace text) to at least `low` px."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            size = v.get("size") if k.endswith("font") and isinstance(v, dict) else None
+            if isinstance(size, int | float):
+                v["size"] = max(size, low)
+            _raise_fonts(v, low)
+    elif isinstance(node, list | tuple):
+        for v in node:
+            _raise_fonts(v, low)
+
+
 def for_projector(fig: go.Figure) -> go.Figure:
-    """Bigger type and a taller plot for the back row."""
+    """Bigger type and a taller plot for the back row: the base font at 20 px, titles at
+    24 px, and no text smaller than PROJECTOR_MIN_PX wherever a builder set a size."""
     height = fig.layout.height or 380
-    fig = go.Figure(fig)
+    spec = fig.to_plotly_json()
+    _raise_fonts(spec.get("layout", {}), PROJECTOR_MIN_PX)
+    _raise_fonts(spec.get("data", []), PROJECTOR_MIN_PX)
+    fig = go.Figure(spec)
     fig.update_layout(font_size=20, title_font_size=24, height=int(height * 1.3))
+    # Streamlit's chart theme sizes ticks, legends and colour bars itself (12.75 px) unless
+    # the figure names a size: name one everywhere.
+    big, title = {"size": 20}, {"font": {"size": 22}}
+    fig.update_xaxes(tickfont=big, title=title)
+    fig.update_yaxes(tickfont=big, title=title)
+    # a log axis labels the ticks between decades (2, 5) at three quarters of the size
+    fig.update_xaxes(tickfont_size=24, selector={"type": "log"})
+    fig.update_yaxes(tickfont_size=24, selector={"type": "log"})
+    fig.update_layout(legend_font=big, legend_title_font=big, hoverlabel_font=big)
+    for name in fig.layout:
+        if name.startswith("coloraxis"):
+            fig.layout[name].colorbar.update(tickfont=big, title=title)
+    for trace in fig.data:
+        if "colorbar" in trace:
+            trace.colorbar.update(tickfont=big, title=title)
+        if "textfont" in trace and (trace.textfont.size or 0) < PROJECTOR_MIN_PX:
+            trace.textfont.size = 20
+    for note in fig.layout.annotations:
+        if (note.font.size or 0) < PROJECTOR_MIN_PX:
+            note.font.size = 20
     return fig
 
 

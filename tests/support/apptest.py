@@ -22,7 +22,32 @@ def _registry(timeout: float) -> dict:
     return dict(_REGISTRY)
 
 
-def run_page(file: str, timeout: float = 60, **params: str) -> AppTest:
+def reveal_all(at: AppTest, timeout: float = 120) -> AppTest:
+    """Answer every unrevealed exercise on the page (the first choice, or its lowest number)
+    and press its Reveal, until none is left: what a step holds back until the reveal
+    (ui.exercises' secrecy rule) is then on the page."""
+    from ui.exercises import EXERCISE_LOG
+
+    for _ in range(8):
+        try:
+            log = at.session_state[EXERCISE_LOG]
+        except KeyError:
+            log = []
+        todo = [e["key"] for e in log if not e["revealed"]]
+        if not todo:
+            return at
+        key = todo[0]
+        radios = [r for r in at.radio if r.key == f"pick-{key}"]
+        if radios:
+            radios[0].set_value(radios[0].options[0])
+        else:
+            box = at.number_input(key=f"guess-{key}")
+            box.set_value(box.min if box.min is not None else 0.0)
+        at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run(timeout=timeout)
+    return at
+
+
+def run_page(file: str, timeout: float = 60, *, reveal: bool = False, **params: str) -> AppTest:
     """Run `file` (e.g. "pages/scaling.py") as if opened with ?k=v…; return the AppTest.
 
     Goes through app.py so st.navigation, page config and the UI kit are exercised.
@@ -37,15 +62,17 @@ def run_page(file: str, timeout: float = 60, **params: str) -> AppTest:
     for k, v in params.items():
         at.query_params[k] = str(v)
     at.run()
-    return at
+    return reveal_all(at, timeout) if reveal else at
 
 
-def run_steps(file: str, steps, *, key: str = "step", **params: str) -> list[AppTest]:
+def run_steps(
+    file: str, steps, *, key: str = "step", reveal: bool = False, **params: str
+) -> list[AppTest]:
     """The page once per step tab (?step=<label>), each opened like a shared link.
 
     Pages split into `ui.steps` tabs run only the open tab's body, so a single run
     shows one step's charts; this visits them all."""
-    return [run_page(file, **params, **{key: label}) for label in steps]
+    return [run_page(file, reveal=reveal, **params, **{key: label}) for label in steps]
 
 
 def all_specs(runs: list[AppTest]) -> list[dict]:

@@ -221,3 +221,30 @@ def step_labels(page) -> list[str]:
 def plotly_count(page) -> int:
     """Charts actually drawn (plotly has built its SVG)."""
     return page.locator('[data-testid="stPlotlyChart"]:has(.main-svg)').count()
+
+
+HELD_BACK = "shown once you reveal your prediction"  # ui.exercises.until_reveal's words
+
+
+def reveal_held_back(page) -> int:
+    """Where a step holds its chart back until an exercise is answered, answer every
+    exercise on the page (the first choice, or 0) and press Reveal; how many were revealed."""
+    if not page.get_by_text(HELD_BACK).count():
+        return 0
+    n = 0
+    boxes = page.locator('[data-testid="stForm"]')
+    for i in range(boxes.count()):
+        box = boxes.nth(i)
+        if not box.get_by_role("button", name="Reveal").count():
+            continue
+        radios = box.locator('[data-testid="stRadio"] [role="radiogroup"] label')
+        if radios.count():
+            radios.first.click()
+        else:
+            box.locator("input").first.fill("0")
+        box.get_by_role("button", name="Reveal").click()
+        wait_idle(page)
+        n += 1
+    page.wait_for_timeout(300)
+    wait_idle(page)
+    return n

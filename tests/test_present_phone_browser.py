@@ -1,0 +1,69 @@
+"""In Chromium: presenter mode for a projector, and a phone's narrow screen (issue 18).
+
+- Presenter mode (`?present=1`, 1920×1080): every text inside the charts (ticks, axis and
+  chart titles, annotations, legends, colour bars) is at least 18 px, and no sentence
+  points at a sidebar that presenter mode does not have.
+- A phone (420 px wide): the sidebar starts closed and nothing is wider than the screen.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.browser import open_page, reveal_held_back
+from ui.lesson import available
+from ui.share import PROJECTOR_MIN_PX
+
+CHART = '[data-testid="stPlotlyChart"]'
+EXCEPTION = '[data-testid="stException"]'
+pytestmark = pytest.mark.browser
+
+# Every text element plotly draws in a chart's SVG, with its computed size in px.
+_FONT_SIZES_JS = """
+() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] svg text'))
+  .filter(t => t.textContent.trim() && t.getBBox().width > 0)
+  .map(t => [t.textContent.trim().slice(0, 40), parseFloat(getComputedStyle(t).fontSize)])
+"""
+
+
+@pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
+def test_presenter_mode_draws_every_chart_text_in_projector_sized_type(server_url, browser, lesson):
+    page, errors = open_page(
+        browser, f"{server_url}/{lesson.url_path}?present=1", width=1920, height=1080
+    )
+    try:
+        assert page.locator(EXCEPTION).count() == 0
+        assert page.locator('[data-testid="stExpander"] summary').filter(
+            has_text="Controls"
+        ).count() <= 1  # fmt: skip
+        reveal_held_back(page)
+        page.wait_for_selector(f"{CHART} .main-svg", timeout=30_000)
+        sizes = page.evaluate(_FONT_SIZES_JS)
+        assert sizes, "no chart text found"
+        small = [(text, px) for text, px in sizes if px < PROJECTOR_MIN_PX]
+        assert not small, f"chart text under {PROJECTOR_MIN_PX} px: {small[:8]}"
+        assert "in the sidebar" not in page.locator('[data-testid="stMain"]').inner_text()
+        assert not errors, errors
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
+def test_a_phone_gets_a_closed_sidebar_and_no_sideways_scrolling(server_url, browser, lesson):
+    page, errors = open_page(browser, f"{server_url}/{lesson.url_path}", width=420, height=900)
+    try:
+        assert page.locator(EXCEPTION).count() == 0
+        reveal_held_back(page)
+        page.wait_for_selector(f"{CHART} .main-svg", timeout=30_000)
+        closed = page.evaluate(
+            """() => { const s = document.querySelector('[data-testid="stSidebar"]');
+                       const r = s.getBoundingClientRect(); return r.right <= 1 || r.width < 2; }"""
+        )
+        assert closed, "the sidebar covers the page on a phone's first load"
+        wide = page.evaluate(
+            "() => [document.documentElement.scrollWidth, window.innerWidth]"
+        )  # fmt: skip
+        assert wide[0] <= wide[1], f"the page is {wide[0]} px wide on a {wide[1]} px screen"
+        assert not errors, errors
+    finally:
+        page.context.close()
