@@ -128,6 +128,11 @@ def test_tour_stays_on_localhost_and_every_control_is_reachable_by_keyboard(serv
     try:
         for lesson in available():
             page.goto(f"{server_url}/{lesson.url_path}")
+            page.wait_for_selector('[data-testid="stApp"] h1', timeout=60_000)
+            wait_idle(page)
+            page.wait_for_timeout(300)
+            wait_idle(page)
+            reveal_held_back(page)  # the step's own controls and chart come with the answer
             page.wait_for_selector('[data-testid="stPlotlyChart"] .main-svg', timeout=60_000)
             wait_idle(page)
             wanted = set(page.evaluate(_CONTROLS_JS))
