@@ -5,9 +5,11 @@ import pytest
 
 from tests.support.browser import (
     ALERT,
+    HELD_BACK,
     open_page,
     open_step,
     plotly_count,
+    reveal_held_back,
     wait_charts,
     wait_idle,
 )
@@ -32,7 +34,12 @@ def test_each_step_draws_only_its_own_charts(server_url, browser):
     open_step(page, "Weights", "Weights, plain softmax")
     assert "step=Weights" in page.url
     assert plotly_count(page) == 2
-    open_step(page, "Broadcasting bug", "Which example's padding")
+    page.get_by_role("tab", name="Broadcasting bug").click()
+    page.get_by_text(HELD_BACK).first.wait_for(timeout=60_000)
+    wait_idle(page)
+    assert plotly_count(page) == 0  # the outcome waits for the step's two questions
+    assert reveal_held_back(page) == 2
+    wait_charts(page, 2)
     assert plotly_count(page) == 2  # B = T_q = 6: the two pictures of the silent bug
     assert page.locator(EXCEPTION).count() == 0 and not errors
     page.context.close()

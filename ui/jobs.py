@@ -367,6 +367,7 @@ def slot(
                 shown, last = True, (place, now)
         if shown and box is not None:
             box.empty()
+        _start_workers()  # before this thread is lowered: workers inherit the forkserver's nice
         job = Job(budget, clock=lim.clock)
         _CURRENT.job = job  # ui.jobs.call restarts its budget once the worker is up
         try:
@@ -431,6 +432,17 @@ def _context():
             else:
                 _CTX = mp.get_context("spawn")
         return _CTX
+
+
+def _start_workers() -> None:
+    """Start the forkserver now, from a thread at the server's own priority, if it is not
+    running: it passes its nice on to every worker, which can then only go lower."""
+    if not in_process():
+        return
+    if _context().get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _job_priority() -> int:
