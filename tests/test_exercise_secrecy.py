@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.apptest import no_exception, plotly_specs, run_page
+from tests.support.apptest import answer_and_reveal, no_exception, plotly_specs, run_page
 from ui.exercises import EXERCISE_LOG
 from ui.lesson import available
 
@@ -93,19 +93,6 @@ def exercises(at) -> list[dict]:
     return list(at.session_state[EXERCISE_LOG]) if EXERCISE_LOG in at.session_state else []
 
 
-def answer_and_reveal(at, key: str):
-    """Commit to any answer (the first choice, or the lowest number) and press Reveal."""
-    radios = [r for r in at.radio if r.key == f"pick-{key}"]
-    if radios:
-        radios[0].set_value(radios[0].options[0])
-    else:
-        box = at.number_input(key=f"guess-{key}")
-        box.set_value(box.min if box.min is not None else 0.0)
-    at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run(timeout=120)
-    no_exception(at)
-    return at
-
-
 @pytest.mark.parametrize(("file", "step"), CASES, ids=[f"{f}:{s}" for f, s in CASES])
 def test_no_step_shows_an_answer_before_its_reveal(file, step):
     params = {"step": step} if step else {}
@@ -121,6 +108,7 @@ def test_no_step_shows_an_answer_before_its_reveal(file, step):
     # reveal them one by one: the ones still unanswered keep their secret meanwhile
     for i, ex in enumerate(found):
         answer_and_reveal(at, ex["key"])
+        no_exception(at)
         log = {e["key"]: e for e in exercises(at)}
         assert log[ex["key"]]["revealed"]
         text = shown_text(at)

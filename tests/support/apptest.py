@@ -36,15 +36,20 @@ def reveal_all(at: AppTest, timeout: float = 120) -> AppTest:
         todo = [e["key"] for e in log if not e["revealed"]]
         if not todo:
             return at
-        key = todo[0]
-        radios = [r for r in at.radio if r.key == f"pick-{key}"]
-        if radios:
-            radios[0].set_value(radios[0].options[0])
-        else:
-            box = at.number_input(key=f"guess-{key}")
-            box.set_value(box.min if box.min is not None else 0.0)
-        at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run(timeout=timeout)
+        answer_and_reveal(at, todo[0], timeout)
     return at
+
+
+def answer_and_reveal(at: AppTest, key: str, timeout: float = 120) -> AppTest:
+    """Commit to any answer of exercise `key` (the first choice, or the lowest number) and
+    press its Reveal."""
+    radios = [r for r in at.radio if r.key == f"pick-{key}"]
+    if radios:
+        radios[0].set_value(radios[0].options[0])
+    else:
+        box = at.number_input(key=f"guess-{key}")
+        box.set_value(box.min if box.min is not None else 0.0)
+    return at.button(key=f"FormSubmitter:form-{key}-Reveal").click().run(timeout=timeout)
 
 
 def run_page(file: str, timeout: float = 60, *, reveal: bool = False, **params: str) -> AppTest:
