@@ -43,7 +43,10 @@ START = (  # the example radio's help: its options are short so that links stay 
 )
 TABLES = ("q_table", "kv_table")  # the two st.data_editor keys
 LAST = "softmax_last_valid"  # session_state: (names, q, k, v) of the last fully valid table
+BASE = "softmax_editor_base"  # session_state: the (names, q, k, v) the editors were built from
 TAU_MIN, TAU_MAX = 0.05, 20.0  # the temperature slider's ends
+STEPS = ("Example", "Shift", "Stability", "Temperature", "Dropout", "Check yourself")
+USES_EXAMPLE = ("Example", "Shift", "Temperature", "Check yourself")  # the sidebar's example
 BF16_OFFSET = 700  # the stability offset where bfloat16 can no longer tell the scores apart
 
 
@@ -79,18 +82,47 @@ def dropout(p: float, training: bool, seed: int):
     return _numpy(dropout_stats(p, training, seed))
 
 
+def _shipped(start: str) -> tuple:
+    names, q, k, v = SOFTMAX_EXAMPLES[start]
+    return (list(names), q, k, v)
+
+
 def _forget_edits() -> None:
-    for key in TABLES:
+    """Undo: the editors start again from the example as shipped."""
+    for key in (*TABLES, BASE):
         st.session_state.pop(key, None)
+    if (start := st.session_state.get("softmax_start")) in SOFTMAX_EXAMPLES:
+        st.session_state[LAST] = _shipped(start)
+
+
+def current_example(start: str) -> tuple:
+    """(names, q, k, v) every step reads: the last valid edit of `start`, else `start`."""
+    if st.session_state.get("softmax_start") != start or LAST not in st.session_state:
+        st.session_state["softmax_start"] = start  # a new starting point: old edits go
+        _forget_edits()
+    return st.session_state[LAST]
+
+
+def example_scores(start: str) -> tuple[list, tuple]:
+    """(names, scaled softmax scores) of the current example, for the later steps."""
+    names, q, k, v = current_example(start)
+    _, soft, _ = example_compute(q, k, v, False)
+    return names, tuple(soft.scores.tolist())
 
 
 def edit_example(start: str) -> tuple:
-    """The two editable tables; returns (names, q, k, v) of the last valid example."""
-    names, q, k, v = SOFTMAX_EXAMPLES[start]
-    if st.session_state.get("softmax_start") != start:  # a new starting point: old edits go
-        _forget_edits()
-        st.session_state["softmax_start"] = start
-        st.session_state[LAST] = (list(names), q, k, v)
+    """The two editable tables; returns (names, q, k, v) of the last valid example.
+
+    The editors start from BASE: the last valid example when they were last (re)built.
+    Leaving the step drops their widget state, so coming back rebuilds them from the edits
+    made before; while they stay on screen BASE is fixed, since an editor's state is a list
+    of changes to the table it was given."""
+    current_example(start)
+    if BASE not in st.session_state or any(key not in st.session_state for key in TABLES):
+        for key in TABLES:
+            st.session_state.pop(key, None)  # both rebuild together, from the same base
+        st.session_state[BASE] = st.session_state[LAST]
+    names, q, k, v = st.session_state[BASE]
     columns = ["token", *Q_COLS, *K_COLS, *V_COLS]
     cfg = {c: st.column_config.TextColumn(c, width=58) for c in columns}
     cfg["token"] = st.column_config.TextColumn("token", width=70, max_chars=12)
@@ -126,7 +158,7 @@ def edit_example(start: str) -> tuple:
 
 
 def section_example(start: str, sumnorm: bool) -> tuple:
-    """1. The worked example. Returns (names, scaled scores) for the later sections."""
+    """The worked example you edit: the hull, the sum, the table of every step, the bars."""
     left, right = st.columns([1, 1.05], gap="large")
     with left:
         names, q, k, v = edit_example(start)
@@ -156,7 +188,7 @@ def section_example(start: str, sumnorm: bool) -> tuple:
 
 @st.fragment
 def section_shift(names: list, scores: tuple) -> None:
-    st.subheader("2 · Shift invariance: adding a constant changes nothing")
+    st.subheader("Shift invariance: adding a constant changes nothing")
     left, right = st.columns([1, 2.4], gap="large")
     with left:
         c = ui.slider("shift", "c, added to every score", -50.0, 50.0, 5.0, step=0.5)
@@ -176,7 +208,7 @@ def section_shift(names: list, scores: tuple) -> None:
 
 @st.fragment
 def section_stability() -> None:
-    st.subheader("3 · Numerical stability: exp overflows, subtracting the max does not")
+    st.subheader("Numerical stability: exp overflows, subtracting the max does not")
     left, right = st.columns([1, 2], gap="large")
     with left:
         offset = ui.slider("offset", "Offset added to the scores [100, 101, 102]", -850, 750, 0)
@@ -223,7 +255,7 @@ def section_stability() -> None:
 
 @st.fragment
 def section_temperature(names: list, scores: tuple) -> None:
-    st.subheader("4 · Temperature: one knob from argmax to uniform")
+    st.subheader("Temperature: one knob from argmax to uniform")
     left, right = st.columns([2, 1], gap="large", vertical_alignment="bottom")
     with left:
         tau = ui.log_slider("temperature", "Temperature τ: softmax(s ÷ τ)", TAU_MIN, TAU_MAX, 1.0)
@@ -239,7 +271,7 @@ def section_temperature(names: list, scores: tuple) -> None:
 
 @st.fragment
 def section_dropout() -> None:
-    st.subheader("5 · Dropout on the weights: rows sum to 1 only on average")
+    st.subheader("Dropout on the weights: rows sum to 1 only on average")
     a, b, c = st.columns([2, 1.2, 1], gap="large")
     with a:
         p = ui.slider("dropout", "Dropout probability p", 0.0, 0.9, 0.1, step=0.05)
@@ -274,7 +306,7 @@ def quiz_stability(scores: tuple, dtype: str):
 
 @st.fragment
 def section_check(names: list, scores: tuple) -> None:
-    st.subheader("6 · Check yourself")
+    st.subheader("Check yourself")
     left, right = st.columns([1, 3], gap="large", vertical_alignment="bottom")
     with left:
         quiz = ui.number("quiz", "Question seed", 0, 9999, 0)
@@ -325,7 +357,7 @@ def _lesson_with(token: int, column: int, value: float):
 
 @st.cache_data(max_entries=1, show_spinner=False)
 def example_tries() -> dict[str, list[tuple[str, str]]]:
-    """Sections 1 and 4's suggestions on the lesson's example, their numbers computed."""
+    """The Example and Temperature steps' suggestions on the lesson's example, computed."""
     _, lesson, _ = example_compute(*SOFTMAX_EXAMPLES["lesson"][1:], False)
     _, low, _ = example_compute(*_lesson_with(1, 1, -3.0), False)  # t2's k 2 = -3
     neg, _, _ = example_compute(*SOFTMAX_EXAMPLES["negative"][1:], True)
@@ -379,7 +411,7 @@ def example_tries() -> dict[str, list[tuple[str, str]]]:
 
 @st.cache_data(max_entries=1, show_spinner=False)
 def stability_tries() -> list[tuple[str, str]]:
-    """Section 3's suggestions, each offset and edge measured with attn_core (CPU)."""
+    """The Stability step's suggestions, each offset and edge measured (CPU)."""
     top = max(STABILITY_SCORES)
     _, hi = naive_offset_band("float32")
     broken = stability_demo([s + hi + 1 for s in STABILITY_SCORES], "float32")
@@ -407,29 +439,16 @@ def stability_tries() -> list[tuple[str, str]]:
     ]
 
 
-def run() -> None:
-    ui.page_header(
-        FILE,
-        "Softmax turns a query's scores into weights that are positive and add up to 1; the "
-        "output is those weights applied to the value vectors. Below, every number of that "
-        "journey is printed for a small example you can edit, followed by the properties that "
-        "make softmax the right choice and the numerical traps around it.",
+def example_step(start: str) -> None:
+    st.subheader("A worked example you can edit")
+    sumnorm = ui.toggle(
+        "sumnorm",
+        "Normalise by the sum of raw scores instead",
+        False,
+        help="w_i = (q·k_i) / Σ_j (q·k_j): no exp.",
     )
-    notes = st.container()  # filled at the end, once every section's controls exist
-    st.subheader("1 · A worked example you can edit")
-    a, b = st.columns([1, 1.05], gap="large")
-    with a:
-        start = ui.radio("example", "Start from", list(SOFTMAX_EXAMPLES), "lesson", help=START)
-    with b:
-        sumnorm = ui.toggle(
-            "sumnorm",
-            "Normalise by the sum of raw scores instead",
-            False,
-            help="w_i = (q·k_i) / Σ_j (q·k_j): no exp.",
-        )
-    names, scores = section_example(start, sumnorm)
-    tries = example_tries()
-    ui.try_this(tries["example"])
+    section_example(start, sumnorm)
+    ui.try_this(example_tries()["example"])
     values = torch.tensor(SOFTMAX_EXAMPLES["lesson"][3], dtype=torch.float64)  # (T, d_v)
     lesson = mix_values(torch.tensor(LESSON_WEIGHTS, dtype=torch.float64), values)
     mean = values.mean(0)  # (d_v,): every weight 1/T
@@ -440,15 +459,27 @@ def run() -> None:
         "whatever the scores. Dividing raw scores by their sum also adds up to 1, but a "
         "negative score becomes a negative weight and the output can land outside the values "
         "(and a zero sum has no answer at all). Softmax is also smooth, so gradients reach "
-        "every score, and **shift invariant** (section 2), which is what makes it safe to "
-        "compute (section 3).\n\n"
+        "every score, and **shift invariant** (the Shift step), which is what makes it safe to "
+        "compute (the Stability step).\n\n"
         f"With the lesson's weights {list(LESSON_WEIGHTS)} the values [2, 0], [0, 4], [1, 1] "
         f"mix to **[{lesson[0]:.3f}, {lesson[1]:.3f}]**; equal weights give the plain mean "
         f"[{mean[0]:.4g}, {mean[1]:.4g}]. The keys here are chosen so that the weights land "
         "close to the lesson's.",
     )
 
+
+def from_example(names: list) -> None:
+    """Say where a later step's scores come from."""
+    st.caption(
+        f"Scores of the example from the Example step ({', '.join(map(ui.escape, names))}); "
+        "edit it there and this step follows."
+    )
+
+
+def shift_step(start: str) -> None:
+    names, scores = example_scores(start)
     section_shift(names, scores)
+    from_example(names)
     ui.try_this(
         [
             ("Move c to 50, then to −50", "the left bars travel; the right bars do not budge."),
@@ -461,6 +492,8 @@ def run() -> None:
         "which cancels. Only the *gaps* between scores matter, never their level.",
     )
 
+
+def stability_step() -> None:
     section_stability()
     ui.try_this(stability_tries())
     ui.explain(
@@ -471,9 +504,15 @@ def run() -> None:
         "`torch.softmax` does this internally; hand-written `exp(x) / exp(x).sum()` does not.",
     )
 
-    section_temperature(names, scores)
-    ui.try_this(tries["temperature"])
 
+def temperature_step(start: str) -> None:
+    names, scores = example_scores(start)
+    section_temperature(names, scores)
+    from_example(names)
+    ui.try_this(example_tries()["temperature"])
+
+
+def dropout_step() -> None:
     section_dropout()
     ui.try_this(
         [
@@ -494,7 +533,38 @@ def run() -> None:
         "it means a check that every row sums to 1 fails at random in training mode. Run it "
         "under `model.eval()` (or with dropout p = 0), where dropout is switched off.",
     )
+
+
+def check_step(start: str) -> None:
+    names, scores = example_scores(start)
     section_check(names, scores)
+
+
+def run() -> None:
+    ui.page_header(
+        FILE,
+        "Softmax turns a query's scores into weights that are positive and add up to 1; the "
+        "output is those weights applied to the value vectors. Step by step below: every "
+        "number of that journey for a small example you can edit, then the properties that "
+        "make softmax the right choice and the numerical traps around it.",
+    )
+    with ui.controls_area():
+        start = ui.radio("example", "Start from", list(SOFTMAX_EXAMPLES), "lesson", help=START)
+        ui.used_by("step", STEPS, USES_EXAMPLE)
+    notes = st.container()  # filled at the end, once the open step's controls exist
+    tabs = ui.steps("step", STEPS)
+    bodies = (
+        lambda: example_step(start),
+        lambda: shift_step(start),
+        stability_step,
+        lambda: temperature_step(start),
+        dropout_step,
+        lambda: check_step(start),
+    )
+    for tab, body in zip(tabs, bodies, strict=True):
+        with tab:
+            if tab.open:
+                body()
     with notes:
         ui.show_notes()
     ui.prev_next(FILE)

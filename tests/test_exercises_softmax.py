@@ -62,7 +62,7 @@ def text(at):
 
 @pytest.fixture(scope="module")
 def at0():
-    at = run_page(PAGE)
+    at = run_page(PAGE, step="Check yourself")
     no_exception(at)
     return at
 
@@ -124,7 +124,7 @@ def test_a_new_question_seed_gives_new_numbers_and_answers(at0):
 
 
 def test_the_scale_question_follows_the_worked_example():
-    at = run_page(PAGE, example="peaked", quiz="5")
+    at = run_page(PAGE, step="Check yourself", example="peaked", quiz="5")
     no_exception(at)
     s = example_scores("peaked")
     assert not torch.allclose(s[:3], example_scores("lesson"))
@@ -136,11 +136,15 @@ def test_the_scale_question_follows_the_worked_example():
     _, bad = verdicts(at)
     assert len(bad) == 1 and f"**{e['scale']}**" in bad[0]
     # a query of zeros gives equal scores: then neither a shift nor a scale does anything
+    at.query_params["step"] = at.session_state["step"] = "Example"  # where the tables are
+    at.run()
     at.session_state["q_table"] = {
         "edited_rows": {0: {"q 1": "0", "q 2": "0", "q 3": "0"}},
         "added_rows": [],
         "deleted_rows": [],
     }
+    at.run()
+    at.query_params["step"] = at.session_state["step"] = "Check yourself"  # back, edited
     at.run()
     no_exception(at)
     assert verdicts(at) == ([], [])  # a new instance: the old reveal is gone

@@ -124,18 +124,22 @@ def _page_keys(file: str) -> tuple[dict[str, dict], dict[str, int], frozenset, d
         if labels and "step" not in keys:
             keys["step"], defaults["step"] = {}, labels[0]
         runs = [({}, first)] + [({"step": s}, run_page(file, **view, step=s)) for s in labels[1:]]
+        seen: dict[str, list[dict]] = {}  # key: the steps of this view that draw it
         for step, at in runs:
-            where = {**view, **step}
             multi |= {w.key for w in at.multiselect if w.key}
             for kind in (*WIDGETS, "text_input"):
                 for w in getattr(at, kind):
                     if not w.key or w.key.startswith(("_", "$$", "pick-", "guess-")):
                         continue
-                    if w.key not in keys and w.key not in where:
-                        keys[w.key] = USED_IN.get((file, w.key), where)
-                        defaults[w.key] = _url_text(at.session_state[w.key])
+                    if w.key not in keys and w.key not in view and w.key != "step":
+                        seen.setdefault(w.key, []).append(step)
+                        defaults.setdefault(w.key, _url_text(at.session_state[w.key]))
                     if kind == "text_input":
                         text[w.key] = w.proto.max_chars
+        for k, steps in seen.items():  # drawn on every step: the view is enough
+            everywhere = len(steps) == len(runs)
+            need = view if everywhere else {**view, "step": steps[0].get("step", labels[0])}
+            keys[k] = USED_IN.get((file, k), need)
     return keys, text, frozenset(multi), defaults
 
 

@@ -15,10 +15,13 @@ F64 = torch.float64
 
 
 @pytest.fixture(scope="module")
-def at():
-    at = run_page(PAGE)
-    no_exception(at)
-    return at
+def steps():
+    """The steps whose sentences are checked here, each at its defaults."""
+    out = {}
+    for step in ("Example", "Shift", "Stability", "Temperature"):
+        out[step] = run_page(PAGE, step=step)
+        no_exception(out[step])
+    return out
 
 
 def tries(at, first_words: str) -> str:
@@ -51,8 +54,8 @@ def entropy(w) -> float:
     return float(-(w * w.log()).sum())
 
 
-def test_stability_tries_offsets_and_edges(at):
-    text = tries(at, "float32, offset")
+def test_stability_tries_offsets_and_edges(steps):
+    text = tries(steps["Stability"], "float32, offset")
     ok = [c for c in range(-40, 1) if torch.isfinite(naive([s + c for s in STABILITY_SCORES],
                                                             torch.float32)).all()]  # fmt: skip
     hi = max(ok)
@@ -84,7 +87,8 @@ def test_stability_tries_offsets_and_edges(at):
     assert f"only {bits} significant bits" in text
 
 
-def test_underflow_error_names_the_measured_edge(at):
+def test_underflow_error_names_the_measured_edge(steps):
+    at = steps["Stability"]
     at.radio(key="dtype").set_value("float16")
     at.slider(key="offset").set_value(-120).run()
     no_exception(at)
@@ -94,13 +98,13 @@ def test_underflow_error_names_the_measured_edge(at):
     at.slider(key="offset").set_value(0).run()
 
 
-def test_example_and_temperature_tries(at):
+def test_example_and_temperature_tries(steps):
     _, q, k, _ = SOFTMAX_EXAMPLES["lesson"]
     w = softmax_weights(q, k)
     k_low = [list(r) for r in k]
     k_low[1][1] = -3.0
     w_low = softmax_weights(q, k_low)
-    text = tries(at, "Type -3 into k 2")
+    text = tries(steps["Example"], "Type -3 into k 2")
     assert f"collapses from {float(w[1]):.3f} to {float(w_low[1]):.2g}" in text
     _, qn, kn, _ = SOFTMAX_EXAMPLES["negative"]
     raw = torch.tensor(kn, dtype=F64) @ torch.tensor(qn, dtype=F64)
@@ -108,7 +112,7 @@ def test_example_and_temperature_tries(at):
     # temperature
     s = torch.tensor(k, dtype=F64) @ torch.tensor(q, dtype=F64) / math.sqrt(3)
     cold, hot = torch.softmax(s / 0.05, -1), torch.softmax(s / 20.0, -1)
-    text = tries(at, "Drag τ down")
+    text = tries(steps["Temperature"], "Drag τ down")
     assert f"all but {1 - float(cold.max()):.1e} of the weight" in text
     assert f"falls to {entropy(cold):.1e} nats" in text
     assert f"reaches {entropy(hot):.3f} nats, near ln 3 = {math.log(3):.3f}" in text
@@ -120,7 +124,8 @@ def test_example_and_temperature_tries(at):
     assert f"{h_tie:.3f}" == f"{math.log(2):.3f}"
 
 
-def test_plain_mean_and_shift_caption(at):
+def test_plain_mean_and_shift_caption(steps):
+    at = steps["Example"]
     _, _, _, v = SOFTMAX_EXAMPLES["lesson"]
     mean = torch.tensor(v, dtype=F64).mean(0).tolist()
     body = "\n".join(m.value for e in at.expander for m in e.markdown)
@@ -129,13 +134,14 @@ def test_plain_mean_and_shift_caption(at):
     s = torch.tensor(k, dtype=F64) @ torch.tensor(q, dtype=F64) / math.sqrt(3)
     change = float((torch.softmax(s + 5.0, -1) - torch.softmax(s, -1)).abs().max())
     eps = torch.finfo(F64).eps
-    assert any(f"that is {change / eps:.2g} × float64's eps" in c.value for c in at.caption)
+    caption = steps["Shift"].caption
+    assert any(f"that is {change / eps:.2g} × float64's eps" in c.value for c in caption)
 
 
 def test_finite_but_wrong_naive_weights_are_not_called_agreement():
     """float16, offset -119: e^-19 and e^-18 round to 0 and e^-17 is a subnormal, so the
     naive weights are finite yet far from the stable ones; the page must not say 'agree'."""
-    at = run_page(PAGE, dtype="float16", offset="-119")
+    at = run_page(PAGE, step="Stability", dtype="float16", offset="-119")
     no_exception(at)
     scores = [s - 119 for s in STABILITY_SCORES]
     w = naive(scores, torch.float16)

@@ -33,6 +33,7 @@ from .controls import (
     steps,
     text,
     toggle,
+    used_by,
 )
 from .exercises import predict_choice, predict_number, revealed, until_reveal
 from .lesson import LESSONS, Lesson, available
@@ -71,5 +72,6 @@ __all__ = [
     "toggle",
     "try_this",
     "until_reveal",
+    "used_by",
     "where",
 ]

@@ -430,6 +430,26 @@ def steps(key: str, labels: Sequence[str]) -> list:
     return tabs
 
 
+def step_before(key: str, labels: Sequence[str]) -> str:
+    """The step that steps(key, labels) will open in this run, read before it is drawn."""
+    value = st.session_state.get(key, st.query_params.get(key))
+    return value if value in labels else labels[0]
+
+
+def _and(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def used_by(key: str, labels: Sequence[str], used: Sequence[str]) -> None:
+    """A caption under sidebar controls: which steps they drive, and whether the open
+    step is one of them (so nobody moves a slider that changes nothing on screen)."""
+    names = [label for label in labels if label in used]
+    text = f"These drive the {_and(names)} step{'s' if len(names) > 1 else ''}."
+    if (now := step_before(key, labels)) not in used:
+        text += f" **The open step, {now}, does not use them.**"
+    st.caption(":material/info: " + text)
+
+
 def open_step() -> tuple[str, tuple[str, ...], str] | None:
     """(key, labels, open label) of the steps() drawn in this run, or None."""
     return st.session_state.get(_OPEN_STEP)
