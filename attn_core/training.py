@@ -52,6 +52,11 @@ from .softmax import entropy, softmax_jacobian
 OPTIMIZERS = ("sgd", "adam")
 # Learning rates that train the scaled model well on this toy in a few hundred steps.
 DEFAULT_LR = {"sgd": 0.5, "adam": 0.01}
+# The Training lab's defaults, in the order of its settings, and the saturated start under
+# which the unscaled model fails (bench/training_answer.py measures both for the page).
+LAB_DEFAULTS = dict(d_k=64, optimizer="sgd", lr=DEFAULT_LR["sgd"], steps=400, init_std=1.0, seed=0)
+FAILURE = dict(d_k=256, init_std=4.0)
+ANSWER_SETTINGS = {"default": LAB_DEFAULTS, "failure": dict(LAB_DEFAULTS, **FAILURE)}
 SATURATED = 0.99  # a row whose largest weight exceeds this counts as saturated
 # A loss this many times chance has diverged: no run that is learning gets near it, and
 # stopping here keeps 1e30-sized numbers (the step before a NaN) off the charts.
@@ -142,6 +147,19 @@ class TrainingRun:
         """Mean batch accuracy over the last n recorded steps."""
         tail = self.accuracy[-n:]
         return sum(tail) / len(tail) if tail else float("nan")
+
+    def summary(self) -> dict:
+        """The figures the Training lab quotes about a finished run, as plain numbers."""
+        below = [-x for x in self.loss]  # the first step whose loss is under 90 % of chance
+        return dict(
+            steps=self.done,
+            chance=self.chance,
+            tail_accuracy=self.tail_accuracy(),
+            tail_loss=self.tail_loss(),
+            saturated_start=self.saturated[0] if self.saturated else float("nan"),
+            first_99=next((i for i, x in enumerate(self.accuracy) if x >= 0.99), None),
+            left_chance=next((i for i, x in enumerate(below) if x >= -0.9 * self.chance), None),
+        )
 
 
 def top_two_gap(scores: torch.Tensor) -> torch.Tensor:

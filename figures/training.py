@@ -109,7 +109,7 @@ def accuracy_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
         y=1 / scaled.n_symbols,
         line=dict(color=REFERENCE_COLOUR, dash="dash", width=1.5),
         annotation_text=f"chance: 1/{scaled.n_symbols}",
-        annotation_position="top left",
+        annotation_position="top right",  # a learning run is far above chance by then
     )
     fig.update_layout(**line_layout("Accuracy on each batch", "training step", "accuracy"))
     fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
@@ -303,12 +303,21 @@ def probe_rows(
                 mode="markers",
                 marker=dict(symbol="square-open", size=13, color="#FFFFFF", line=dict(width=2.5)),
                 name="the matching key",
-                showlegend=i == 0,
+                showlegend=False,  # white rings: the legend gets a dark one (below)
                 hovertemplate="example %{y}: the answer sits at key %{x}<extra></extra>",
             ),
             row=r,
             col=c,
         )
+        if i == 0:
+            fig.add_trace(
+                go.Scatter(
+                    x=[None], y=[None], mode="markers", name="the matching key",
+                    marker=dict(symbol="square-open", size=13, color="#000000",
+                                line=dict(width=2.5)),
+                ),
+                row=r, col=c,
+            )  # fmt: skip
         fig.update_yaxes(autorange="reversed", row=r, col=c, title_text="example" if c == 1 else "")
         fig.update_xaxes(row=r, col=c, title_text="key (pair) position")
     fig.update_layout(

@@ -1,9 +1,11 @@
 """Training lab: the same model trained with and without √d_k, side by side, live."""
 
+import json
 import math
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 
 import streamlit as st
 import torch
@@ -11,7 +13,9 @@ import torch
 import ui
 from attn_core import DEFAULT_LR, train_pair, two_key_gradient
 from attn_core.training import (
+    ANSWER_SETTINGS,
     D_MODEL,
+    FAILURE,
     N_PAIRS,
     N_PROBE,
     N_SYMBOLS,
@@ -24,6 +28,7 @@ from figures.training import sci
 from ui.controls import log_values
 
 FILE = "pages/training.py"
+ANSWER_FILE = Path(__file__).resolve().parent.parent / "assets" / "training_answer.json"
 AUTO = 0.0  # the lr slider's first stop, shown (and linked) as "auto": the optimizer's default
 LR_OPTIONS = [AUTO, *log_values(1e-4, 10.0)]
 UPDATE_S = 0.5  # live redraw interval while training (the issue asks for ≤ 0.5 s)
@@ -208,7 +213,7 @@ def lab(args: tuple, kw: dict) -> None:
     interrupts a run in progress (a fragment rerun would wait for it to finish).
     """
     left, right, _ = st.columns([1, 1, 4])
-    run_clicked = left.button("Run both", type="primary", icon=":material/play_arrow:")
+    run_clicked = left.button("Run both", type="primary", icon=":material/play_arrow:", key="run")
     right.button("Stop", icon=":material/stop:", help="Stops the training; keeps what is drawn.")
     bar = st.empty()
     slots = {n: st.empty() for n in ("verdict", *CURVES)}
@@ -371,33 +376,91 @@ def _lr_label(x) -> str:
 
 
 def controls() -> tuple[tuple, dict]:
-    with st.container(border=True):
-        c1, c2, c3 = st.columns(3, gap="large")
-        with c1:
-            d_k = ui.pow2_slider(
-                "d_k", "d_k — width of each query and key", 4, 512, DEFAULTS["d_k"],
-                help="The lesson's story is about d_k = 64; try 8 and 256 too.",
-            )  # fmt: skip
-            # plain option names: the URL carries what the radio shows (sgd, adam)
-            optimizer = ui.radio("optimizer", "Optimizer", ["sgd", "adam"], DEFAULTS["optimizer"])
-        with c2:
-            auto = ", ".join(f"{OPT_NAMES[o]} {lr:g}" for o, lr in DEFAULT_LR.items())
-            lr = ui.select_slider(
-                "lr", "Learning rate", LR_OPTIONS, DEFAULTS["lr"], fmt=_lr_label,
-                help=f"auto = the usual value for the optimizer ({auto}).",
-                expected=f"auto or a value from {LR_OPTIONS[1]:g} to {LR_OPTIONS[-1]:g} on the "
-                "slider's scale",
-            )  # fmt: skip
-            steps = ui.slider("steps", "Training steps", 50, 2000, DEFAULTS["steps"], step=50)
-        with c3:
-            init_std = ui.log_slider(
-                "init_std", "Initial std of q and k components", 0.1, 4.0, DEFAULTS["init_std"],
-                help="1 is what LayerNorm and a standard init give: the derivation's premise.",
-            )  # fmt: skip
-            seed = ui.number("seed", "Random seed", 0, 10_000, DEFAULTS["seed"])
-    lr_value = DEFAULT_LR[optimizer] if lr == AUTO else float(lr)
+    """The two runs' settings, in the sidebar (presenter mode: a closed box on the page)."""
+    with ui.controls_area():
+        st.markdown("#### Both runs")
+        d_k = ui.pow2_slider(
+            "d_k", "d_k — width of each query and key", 4, 512, DEFAULTS["d_k"],
+            help="The lesson's story is about d_k = 64; try 8 and 256 too. The Heads step "
+            "does not use it: it splits a fixed d_model into heads.",
+        )  # fmt: skip
+        # plain option names: the URL carries what the radio shows (sgd, adam)
+        optimizer = ui.radio("optimizer", "Optimizer", ["sgd", "adam"], DEFAULTS["optimizer"])
+        auto = ", ".join(f"{OPT_NAMES[o]} {lr:g}" for o, lr in DEFAULT_LR.items())
+        lr = ui.select_slider(
+            "lr", "Learning rate", LR_OPTIONS, DEFAULTS["lr"], fmt=_lr_label,
+            help=f"auto = the usual value for the optimizer ({auto}).",
+            expected=f"auto or a value from {LR_OPTIONS[1]:g} to {LR_OPTIONS[-1]:g} on the "
+            "slider's scale",
+        )  # fmt: skip
+        steps = ui.slider("steps", "Training steps", 50, 2000, DEFAULTS["steps"], step=50)
+        init_std = ui.log_slider(
+            "init_std", "Initial std of q and k components", 0.1, 4.0, DEFAULTS["init_std"],
+            help="1 is what LayerNorm and a standard init give: the derivation's premise.",
+        )  # fmt: skip
+        seed = ui.number("seed", "Random seed", 0, 10_000, DEFAULTS["seed"])
+        lr_value = DEFAULT_LR[optimizer] if lr == AUTO else float(lr)
+        st.caption(
+            f"Learning rate used: **{lr_value:g}** ({OPT_NAMES[optimizer]}). Finished runs are "
+            "kept on the server, so a class pressing Run on the same settings trains once."
+        )
     kw = dict(d_k=d_k, optimizer=optimizer, lr=lr_value, steps=steps, init_std=init_std, seed=seed)
     return (*kw.values(), str(ui.device())), kw
+
+
+def show_failure() -> None:
+    """The one-click setting: the defaults with a saturated start (the URL follows)."""
+    st.session_state.update(DEFAULTS, **FAILURE)
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def measured_answer() -> dict:
+    """bench/training_answer.py's figures for the two reference settings (CPU)."""
+    return json.loads((ANSWER_FILE).read_text())
+
+
+def answer(refs: dict) -> None:
+    """The page's question answered before anyone presses Run, every figure measured: this
+    server's runs of the two reference settings where it has them, else the CPU figures of
+    bench/training_answer.py. A button sets the failing one."""
+    shipped, figs, here = measured_answer(), {}, []
+    for name in ANSWER_SETTINGS:
+        if refs.get(name) is not None:
+            figs[name] = tuple(r.summary() for r in refs[name])
+            here.append(name)
+        else:
+            figs[name] = (shipped[name]["scaled"], shipped[name]["unscaled"])
+    (s, u), (fs_, fu) = figs["default"], figs["failure"]
+    left = f"step {fu['left_chance']}" if fu["left_chance"] is not None else "the end"
+    text = (
+        f"**Measured: not at the defaults.** Without √d_k the model still learns: "
+        f"{u['tail_accuracy']:.0%} of its last 50 batches right (scaled "
+        f"{s['tail_accuracy']:.0%}); its loss is just higher and jumpier ({u['tail_loss']:.2g} "
+        f"against {s['tail_loss']:.2g}). **It fails when the scores start saturated** (d_k = "
+        f"{FAILURE['d_k']}, initial std {FAILURE['init_std']:g}: {fu['saturated_start']:.0%} "
+        f"of the unscaled rows above {SATURATED:g}). The scaled run leaves chance at "
+        f"{_step(fs_['left_chance'], fs_['steps'])} and answers 99 % right at "
+        f"{_step(fs_['first_99'], fs_['steps'])}; the unscaled loss stays within 10 % of chance "
+        f"until {left} and ends at {fu['tail_accuracy']:.0%} right after {fu['steps']} steps "
+        f"(loss {fu['tail_loss']:.2g} against {fs_['tail_loss']:.2g}). It crawls rather than "
+        "stopping dead as in the lesson."
+    )
+    box, button = st.columns([5, 1.3], vertical_alignment="center")
+    box.info(text, icon=":material/fact_check:")
+    button.button(
+        "Show the failure", on_click=show_failure, icon=":material/warning:", key="failure",
+        help=f"Sets d_k = {FAILURE['d_k']} and initial std {FAILURE['init_std']:g}, the rest at "
+        "the defaults (the link follows); then press Run both.",
+    )  # fmt: skip
+    where = {
+        (): f"Figures measured on a CPU when this app was built (bench/training_answer.py, "
+        f"torch {shipped['torch']}); Run both measures them here.",
+        ("default",): "The defaults' figures are this server's run; the failure's were measured "
+        "on a CPU when this app was built (Run both on it measures them here).",
+        ("failure",): "The failure's figures are this server's run; the defaults' were measured "
+        "on a CPU when this app was built.",
+    }
+    button.caption(where.get(tuple(here), "Both measured on this server."))
 
 
 def two_key_text(kw: dict, a0, b0) -> str:
@@ -474,6 +537,7 @@ REFS = {
     "hot": dict(REF_BASE, init_std=3.0),
     "cold": dict(REF_BASE, init_std=0.1),
     "adam": dict(REF_BASE, optimizer="adam", lr=DEFAULT_LR["adam"]),
+    "failure": dict(REF_BASE, **FAILURE),  # the saturated start the answer box quotes
 }
 
 
@@ -902,7 +966,7 @@ def heads(kw: dict) -> None:
         f"of width d_k = {widths}. W_q and W_k are d_model × d_model whatever h is, so every "
         "head count starts from the same weights and sees the same batches, at the optimizer, "
         f"learning rate, initial std and seed set above; each trains {steps} steps{capped}. "
-        "The d_k slider above plays no part here."
+        "The d_k control plays no part here."
     )
     key = (d_model, *sweep_kw.values(), str(ui.device()))
     runs = sweep_lookup(key)
@@ -952,13 +1016,10 @@ def run() -> None:
     )
     args, kw = controls()
     ui.show_notes(keys=CONTROL_KEYS)  # the Heads step shows its own control's note
-    st.caption(
-        f"Learning rate used: **{kw['lr']:g}** ({OPT_NAMES[kw['optimizer']]}). Finished runs are "
-        "kept on the server, so a class pressing Run on the same settings trains once."
-    )
     tabs = ui.steps("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
+            answer(references())
             lab(args, kw)
             story(kw)
     with tabs[1]:  # before Rows, whose step-0 metrics answer its questions

@@ -1,8 +1,12 @@
 """AppTest: the training lab — its steps, Run with small settings, NaN stop, hostile links."""
 
+import json
+
 import pytest
 
+from attn_core.training import FAILURE
 from tests.support.apptest import (
+    ROOT,
     all_specs,
     chart_titles,
     no_exception,
@@ -44,7 +48,7 @@ def test_defaults_show_the_start_before_any_training():
     assert not warnings(at)
     assert [t[: len(SHOWS["Train"][0])] for t in chart_titles(at)] == SHOWS["Train"]
     assert any("Run both" in i.value for i in at.info)
-    assert [b.label for b in at.button][:2] == ["Run both", "Stop"]
+    assert [b.label for b in at.button][:3] == ["Show the failure", "Run both", "Stop"]
     assert any("0.5" in c.value and "SGD" in c.value for c in at.caption)
     m = _metrics(runs[STEPS.index("Rows")])  # the Rows step: how the two start
     assert (
@@ -69,7 +73,8 @@ def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
     no_exception(at)
     notes = warnings(at)
     assert len(notes) == 1 and "`step=Nowhere`" in notes[0], notes
-    assert [b.label for b in at.button][:2] == ["Run both", "Stop"]  # the first step
+    first = ["Show the failure", "Run both", "Stop"]  # the first step
+    assert [b.label for b in at.button][:3] == first
     assert len(plotly_specs(at)) == len(SHOWS["Train"])
 
 
@@ -87,7 +92,7 @@ def test_sliders_that_do_not_change_the_start_rebuild_no_chart():
 
 def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
     at = run_page(PAGE, d_k="8", steps="50", seed="7")
-    at.button[0].click().run()
+    at.button(key="run").click().run()
     no_exception(at)
     titles = chart_titles(at)
     assert any("Training loss — d_k = 8, SGD, lr 0.5" in t for t in titles)
@@ -112,7 +117,7 @@ def test_run_trains_both_and_a_second_visit_reuses_the_finished_runs():
 
 def test_a_diverging_learning_rate_stops_and_says_so():
     at = run_page(PAGE, d_k="64", lr="10", steps="100", seed="3")
-    at.button[0].click().run()
+    at.button(key="run").click().run()
     no_exception(at)
     errors = [e.value for e in at.error]
     assert errors and all("diverged" in e for e in errors)
@@ -158,3 +163,19 @@ def test_bad_url_values_fall_back_with_a_note(params, bad):
     assert (
         float(_metrics(at)["Step 0 largest weight, unscaled"]) > 0
     )  # the page still draws the defaults
+
+
+def test_the_answer_comes_first_with_measured_figures_and_one_click_shows_the_failure():
+    shipped = json.loads((ROOT / "assets" / "training_answer.json").read_text())
+    at = run_page(PAGE)
+    box = next(i.value for i in at.info if "Measured: not at the defaults" in i.value)
+    u, fu = shipped["default"]["unscaled"], shipped["failure"]["unscaled"]
+    assert f"learns: {u['tail_accuracy']:.0%} of its last 50 batches right" in box
+    assert f"ends at {fu['tail_accuracy']:.0%} right after {fu['steps']} steps" in box
+    assert f"{fu['saturated_start']:.0%} of the unscaled rows above 0.99" in box
+    assert any("measured on a CPU when this app was built" in c.value for c in at.caption)
+    at.button(key="failure").click().run()
+    no_exception(at)
+    assert at.select_slider(key="d_k").value == FAILURE["d_k"]
+    assert at.select_slider(key="init_std").value == FAILURE["init_std"]
+    assert not warnings(at)

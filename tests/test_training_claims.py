@@ -122,8 +122,8 @@ def test_before_measuring_the_story_quotes_first_batch_numbers_only(fresh_server
     no_exception(at)
     t = text(at)
     assert [b for b in at.button if b.label == "Measure the story"]
-    assert "6 of their 6 pairs of runs are not on this server yet" in t
-    assert "(4800 training steps in all)" in t
+    assert "7 of their 7 pairs of runs are not on this server yet" in t
+    assert "(5600 training steps in all)" in t
     _, b8 = train_pair(8, steps=1)
     _, b256 = train_pair(256, steps=1)
     assert f"at 8, {b8.saturated[0]:.0%} of the unscaled rows start above 0.99; at 256, " in t
