@@ -252,11 +252,17 @@ def loud_key_chart(labels: list[str], dot_w, cos_w, tau: float) -> Chart:
     )
 
 
-def _log_log(Ts: list[int]) -> dict:
-    return dict(
-        xaxis=dict(type="log", tickvals=Ts, ticktext=[str(t) for t in Ts]),
-        yaxis=dict(type="log", tickformat=NUM_FMT),
-    )
+def _log_log(Ts: list[int], ys: Sequence[float] = ()) -> dict:
+    """Log–log axes: a tick at every T, and on y one tick per power of ten. Given the
+    plotted values `ys`, the y range leaves room above them for point labels."""
+    yaxis = dict(type="log", tickformat=NUM_FMT, dtick=1)
+    if len(ys):
+        lo, hi = math.log10(min(ys)), math.log10(max(ys))
+        yaxis["range"] = [lo - 0.25, hi + 0.45]
+    pad = 0.12 * math.log10(Ts[-1] / Ts[0]) if len(Ts) > 1 else 0.3  # end labels stay inside
+    xaxis = dict(type="log", tickvals=Ts, ticktext=[str(t) for t in Ts])
+    xaxis["range"] = [math.log10(Ts[0]) - pad, math.log10(Ts[-1]) + pad]
+    return dict(xaxis=xaxis, yaxis=yaxis)
 
 
 def speed_chart(Ts: Sequence[int], dot_s: Sequence[float], additive_s: Sequence[float]) -> Chart:
@@ -277,7 +283,7 @@ def speed_chart(Ts: Sequence[int], dot_s: Sequence[float], additive_s: Sequence[
         "sequence length T (log scale)",
         "milliseconds (log scale)",
     )
-    fig = _fig(traces, _legend_below(layout), **_log_log(Ts))
+    fig = _fig(traces, _legend_below(layout), **_log_log(Ts, [*dot_ms, *add_ms]))
     return Chart(
         fig,
         f"Measured on this device (fastest of several runs); labels give additive's time over "

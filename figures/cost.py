@@ -528,11 +528,13 @@ def walkthrough_chart(
     block_k: int,
     step: int,
     current: tuple[tuple[int, int], tuple[int, int]] | None,
+    stats: bool = True,
 ) -> Chart:
     """Five panels sharing the query rows, redrawn as ONE figure on every step: the T×T
     scores under the tile grid (done tiles clear, waiting ones hazy, the current one
     framed), the output so far (acc / l), the exact attention output, and each row's
-    running max m and running sum l beside their final values.
+    running max m and running sum l beside their final values. With `stats` False (the
+    first view) only the first three.
 
     Built from nine traces and at most two shapes, so it stays cheap for T = 64 with 2×2
     tiles (one figure with five panels draws faster than two figures with three and two).
@@ -554,7 +556,16 @@ def walkthrough_chart(
     s_lim = float(np.abs(finite).max()) if finite.size else 1.0
     o_lim = float(np.abs(exact).max()) or 1.0
     gx, gy = _grid_lines(T_q, T_k, block_q, block_k)
-    d_s, d_o, d_e, d_m, d_l = [0.0, 0.45], [0.53, 0.61], [0.63, 0.71], [0.8, 0.885], [0.915, 1.0]
+    if stats:
+        d_s, d_o, d_e, d_m, d_l = (
+            [0.0, 0.45],
+            [0.53, 0.61],
+            [0.63, 0.71],
+            [0.8, 0.885],
+            [0.915, 1.0],
+        )
+    else:  # the first view: the tiles and the output only, each panel larger
+        d_s, d_o, d_e = [0.0, 0.58], [0.68, 0.79], [0.83, 0.94]
     bar = dict(tickformat=NUM_FMT, thickness=12, len=0.9, title=dict(side="top"))
     data = [
         dict(type="heatmap", z=np.where(np.isfinite(scores), scores, np.nan).astype(np.float32),
@@ -581,7 +592,7 @@ def walkthrough_chart(
     colors = np.where(rows_now, ORANGE, BLUE).tolist()
     y = np.arange(T_q)
     dot = 8 if T_q <= 24 else 5  # the final-value ◇, smaller when the rows are thin
-    for name, now, final, xa in (("m", m, m_final, "x4"), ("l", l, l_final, "x5")):
+    for name, now, final, xa in (("m", m, m_final, "x4"), ("l", l, l_final, "x5"))[: 2 * stats]:
         data += [
             dict(type="bar", orientation="h", x=np.asarray(now, np.float32), y=y, xaxis=xa,
                  yaxis="y", marker=dict(color=colors),
@@ -608,16 +619,18 @@ def walkthrough_chart(
     small = dict(showgrid=False, zeroline=False, dtick=1 if d_v <= 8 else None, anchor="y")
     layout["xaxis2"] = dict(small, domain=d_o, title=dict(text="column"))
     layout["xaxis3"] = dict(small, domain=d_e, title=dict(text="column"))
-    stat = dict(anchor="y", nticks=3, tickformat=".2~g", rangemode="tozero")
-    layout["xaxis4"] = dict(stat, domain=d_m, title=dict(text="m"))
-    layout["xaxis5"] = dict(stat, domain=d_l, title=dict(text="l"))
+    heads = [("scores q·k/√d_k", d_s), ("so far:<br>acc / l", d_o), ("exact", d_e)]
+    if stats:
+        stat = dict(anchor="y", nticks=3, tickformat=".2~g", rangemode="tozero")
+        layout["xaxis4"] = dict(stat, domain=d_m, title=dict(text="m"))
+        layout["xaxis5"] = dict(stat, domain=d_l, title=dict(text="l"))
+        heads += [("running<br>max m", d_m), ("running<br>sum l", d_l)]
+    else:
+        heads[1] = ("output<br>so far", d_o)
     layout["annotations"] = [
         dict(text=text, x=sum(d) / 2, y=1.0, xref="paper", yref="paper", showarrow=False,
              yanchor="bottom", font=dict(size=14))
-        for text, d in (
-            ("scores q·k/√d_k", d_s), ("so far:<br>acc / l", d_o), ("exact", d_e),
-            ("running<br>max m", d_m), ("running<br>sum l", d_l),
-        )
+        for text, d in heads
     ]  # fmt: skip
     layout.update(shapes=shapes, showlegend=False, bargap=0.15)
     fig = _figure(data, layout, dict(l=90, r=20, t=100, b=80))
@@ -629,17 +642,25 @@ def walkthrough_chart(
         if not v
     )
     caption = (
-        "Each box on the left is a tile: one block of queries meets one block of keys. Clear "
-        "tiles are done, hazy ones are still to come, and the thick frame is the tile just "
-        "folded in — the only scores that exist at that moment (the full matrix is drawn for "
-        "you; the method never stores it). Beside it, the framed output rows change as each "
-        "key block arrives; blank rows have not started; a row equals the exact answer once its "
-        "last tile is in. On the right, each row's running max m and running sum l (orange: "
-        "the rows of the current tile): when a new key block holds a bigger score, m jumps up "
-        "and everything summed so far is multiplied by exp(m_old − m_new) before the new keys "
-        "are added — so l can even shrink. Each bar reaches its ◇ once the row's last key "
-        "block is in."
+        "Each box on the left is a tile: a block of queries meets a block of keys. Clear tiles "
+        "are done, hazy ones still to come; the thick frame is the tile just folded in, the "
+        "only scores that exist at that moment. The framed output rows change as each key "
+        "block arrives, and a row equals the exact answer once its last tile is in."
     )
+    if stats:
+        caption = (
+            "Each box on the left is a tile: one block of queries meets one block of keys. Clear "
+            "tiles are done, hazy ones are still to come, and the thick frame is the tile just "
+            "folded in — the only scores that exist at that moment (the full matrix is drawn "
+            "for you; the method never stores it). Beside it, the framed output rows change as "
+            "each key block arrives; blank rows have not started; a row equals the exact answer "
+            "once its last tile is in. On the right, each row's running max m and running sum l "
+            "(orange: "
+            "the rows of the current tile): when a new key block holds a bigger score, m jumps "
+            "up and everything summed so far is multiplied by exp(m_old − m_new) before the new "
+            "keys are added — so l can even shrink. Each bar reaches its ◇ once the row's last "
+            "key block is in."
+        )
     if skipped:
         caption += (
             f" The {skipped} grey tiles lie wholly in their queries' future: with the causal "
@@ -760,7 +781,8 @@ TRY_PARALLEL = [
 
 TRY_WALKTHROUGH = [
     (
-        "Press Step through the first row of tiles",
+        "Switch on “Show the running max m and sum l”, then press Step through the first row "
+        "of tiles",
         "m only ever rises; when it does, l is scaled down before the new keys are added.",
     ),
     (
@@ -814,7 +836,7 @@ EXPLAIN_WEIGHTS = (
 
 INTRO = (
     "Attention's arithmetic grows with T², and so does something worse: the T×T matrix of "
-    "probabilities kept for training. The tabs below count both, measure them live on this "
+    "probabilities kept for training. The steps below count both, measure them live on this "
     "machine, and step through the tiled algorithm behind FlashAttention, which returns the "
     "same answer without ever storing that matrix. The model and GPU are set in the sidebar."
 )

@@ -29,6 +29,7 @@ from .style import (
 
 BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY = OKABE_ITO[:6]
 JOB_TEXT = {"previous-token": "previous-token head", "induction": "induction head", "": ""}
+SHORT_JOB = {"previous-token": "prev-token", "induction": "induction", "": "no clear job"}
 
 
 def _title(text: str) -> dict:
@@ -80,14 +81,16 @@ def head_maps(
                     customdata=qk,  # (T, T, 2): query, key
                     coloraxis="coloraxis",
                     hovertemplate=f"L{l}H{h}{' · ' + job if job else ''}<br>"
+                    f"prev {_fmt(prev[l, h])} · ind {_fmt(ind[l, h])}<br>"
                     "query %{customdata[0]} → key %{customdata[1]}<br>"
                     f"weight %{{z:{NUM_FMT}}}<extra></extra>",
                 )
             )
-            head = f"<b>L{l}H{h}</b>" + (f" · <b>{job}</b>" if job else " · no clear job")
+            # two short lines, so that four maps' titles fit side by side on a phone (the
+            # scores themselves are in the hover and on the Scores step)
             notes.append(
                 dict(
-                    text=f"{head}<br>prev {_fmt(prev[l, h])} · ind {_fmt(ind[l, h])}",
+                    text=f"<b>L{l}H{h}</b><br>{SHORT_JOB[jobs[l][h]]}",
                     x=h * (T + gap_x) + (T - 1) / 2,
                     y=l * (T + gap_y) - 0.5,
                     xref="x",
@@ -101,6 +104,9 @@ def head_maps(
     axis = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="")
     x_axis = dict(axis, range=[-0.5, H * (T + gap_x) - gap_x - 0.5])
     y_axis = dict(axis, range=[L * (T + gap_y) - gap_y - 0.5, -0.5])  # row 0 at the top
+    # square cells: each T×T map is a square at every width, never a sliver on a phone
+    y_axis.update(scaleanchor="x", constrain="domain")
+    x_axis["constrain"] = "domain"
     x_title, y_title = "key position", "query position"
     bottom = 40
     if token_ticks:
@@ -146,8 +152,9 @@ def head_maps(
     )
     found = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "induction"]
     caption = (
-        "Top row: layer 0, bottom row: layer 1, one map per head; prev = previous-token "
-        "score, ind = induction score. Row i of each map is where query i looks "
+        "Top row: layer 0, bottom row: layer 1, one map per head, named with the job its "
+        "scores give it (the Scores step shows them; hover a map for its previous-token and "
+        "induction scores). Row i of each map is where query i looks "
         "(only keys up to i: the model is causal); hover for the positions and the weight. "
         f"Previous-token head{'s' if len(named) != 1 else ''}: {', '.join(named) or 'none found'} "
         + (f"— a bright line just below the diagonal ({lit}). " if named else "— ")

@@ -271,6 +271,12 @@ VERDICT_COLORS = {
     "leak": OKABE_ITO[1],
     "nan": OKABE_ITO[3],
 }
+VERDICT_NAMES = {
+    "ok": "exact",
+    "reads": "empty row reads forbidden keys",
+    "leak": "forbidden keys leak",
+    "nan": "NaN",
+}
 
 
 def fill_grid(
@@ -291,8 +297,7 @@ def fill_grid(
             "leak": f"leaks {o.max_leak:.0%}",
             "nan": f"NaN in {o.nan_rows} row{'s' * (o.nan_rows != 1)}",
         }[o.verdict]
-        stored = f"stored {fmt_value(o.stored)}"
-        text[i, j] = f"{detail}<br><sub>{stored}</sub>"
+        text[i, j] = f"{detail}<br>stored {fmt_value(o.stored)}"
     n = len(codes)
     fig = go.Figure(
         go.Heatmap(
@@ -303,13 +308,22 @@ def fill_grid(
             showscale=False,
             text=text,
             texttemplate="%{text}",
-            textfont=dict(size=12, color="#111111"),
+            textfont=dict(size=13, color="#000000"),
             hovertemplate="%{y} in %{x}<br>%{text}<extra></extra>",
             xgap=3,
             ygap=3,
+            showlegend=False,
         )
     )
+    for code, name in VERDICT_NAMES.items():  # the colour key, on the chart as a legend
+        fig.add_trace(
+            go.Scatter(
+                x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                marker=dict(symbol="square", size=14, color=VERDICT_COLORS[code]),
+            )
+        )  # fmt: skip
     layout = base_layout("What each fill does, in each precision", "precision", "fill value")
+    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0)
     layout["yaxis"].update(
         autorange="reversed",
         tickmode="array",
@@ -330,8 +344,8 @@ def fill_grid(
         )
     caption = (
         "The same mask and logits through a plain softmax, for every fill and precision; the "
-        "black frame is your current choice. Green: exact. Sky blue: a row with no allowed key "
-        "spreads its weight over forbidden keys. Orange: forbidden keys leak. Vermillion: NaN. "
+        "black frame is your current choice; the key below the grid names the colours (sky "
+        "blue: a row with no allowed key spreads its weight over forbidden keys). "
         + fill_summary(outcomes)
     )
     return Chart(fig, caption)

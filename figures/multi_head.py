@@ -61,7 +61,7 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
     """Small multiples: up to 16 heads' (T, T) weights, then their average, on one 0–1 scale.
 
     `tokens` label the rows and columns of small maps; None (random vectors, nothing to
-    name) leaves the axes bare and the hover gives positions.
+    name) labels them with positions 1…T.
 
     Drawn on ONE pair of axes: the heads are tiled into one heatmap with blank (NaN) cells
     between the panels, and the average is a second heatmap in the last slot. In a browser
@@ -131,7 +131,8 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
         )
     # Token labels left of each row of panels and under the bottom-left panel only: every
     # panel shares these axes, and each label is SVG text the browser has to lay out.
-    labels = _labels(tokens) if tokens is not None else []
+    # random vectors have no words: their positions 1…T name the rows and columns instead
+    labels = _labels(tokens) if tokens is not None else [str(i + 1) for i in range(T)]
     axis = dict(showgrid=False, zeroline=False, tickfont=dict(size=10))
     if labels and T <= 16:
         x_ticks = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels)
@@ -159,6 +160,7 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
         xaxis=dict(
             title=dict(text=X_KEY),
             range=[-0.5, z.shape[1] - 0.5],
+            constrain="domain",
             tickangle=-60 if max((len(t) for t in labels), default=0) > 3 else None,  # None: auto
             **axis,
             **x_ticks,
@@ -166,6 +168,8 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
         yaxis=dict(
             title=dict(text=Y_QUERY),
             range=[z.shape[0] - 0.5, -0.5],  # row 0 at the top, like a matrix
+            scaleanchor="x",  # square cells: a T×T map is drawn as a square
+            constrain="domain",
             **axis,
             **y_ticks,
         ),
@@ -580,7 +584,7 @@ INTRO = (
     "so it can stress one kind of relation at a time. Multi-head attention cuts d_model into h "
     "slices of width d_k = d_model / h and runs an independent head in each — h separate "
     "distributions per token — then glues the results side by side and mixes them with W_o. "
-    "Walk through it step by step in the tabs; the settings in the sidebar drive every step."
+    "Walk through it step by step below; the settings in the sidebar drive every step."
 )
 
 

@@ -132,6 +132,7 @@ def _small_map(
             yanchor="top",
             thickness=10,
             tickformat=NUM_FMT,
+            nticks=5,  # a narrow panel: more ticks would run together ("−20−10")
             title=dict(text=colorbar_title, side="top"),
         ),
         hovertemplate=f"query #%{{y}}<br>key #%{{x}}<br>value %{{z:{NUM_FMT}}}<extra></extra>",
@@ -620,7 +621,9 @@ def jacobian_norms_chart(norms, max_weight, *, row: int, threshold: float = 0.99
     layout["yaxis"].update(type="log", exponentformat="power", range=[bottom, 0.15], dtick=2)
     layout["xaxis"].update(dtick=1 if len(nrm) <= 24 else None)
     layout["shapes"] = [_hline(1e-3)]
-    layout["annotations"] = [_label(1, -3, "1e-3")]
+    # the line's label in the right margin, clear of the last bar
+    layout["annotations"] = [_label(1.0, -3, "10⁻³", xanchor="left", yanchor="middle")]
+    layout["margin"] = dict(l=10, r=48, t=50, b=10)
     _legend_below(layout, -0.2)
     med = float(np.median(nrm))
     below = float(np.mean(nrm < 1e-3))
@@ -856,7 +859,8 @@ def try_this(c: dict) -> list[tuple[str, str]]:
             "Set d_k = 128 and switch the scaling off",
             f"{c['clip']:.0%} of the logits go past the map's ±{LOGIT_CLIP:g} colour range, "
             f"{c['n_sat']} of {T} weight rows collapse to one bright cell (largest weight above "
-            f"{c['threshold']:g}), and the median row's Jacobian norm in section 5 is {change}.",
+            f"{c['threshold']:g}), and the median row's Jacobian norm on the Jacobian step is "
+            f"{change}.",
         ),
         (
             "Scaling off, d_k = 64, temperature 8",
@@ -901,8 +905,8 @@ d_k. Choose **layernorm** under "How q and k are drawn" for one such departure: 
 centred and normalised, so its components are tied together (they sum to 0) and Var(q·k) becomes
 d_k²/(d_k − 1) — {_EXCESS[2]:.0%} more than d_k at d_k = 2 (the sample here measures a little
 less: LayerNorm's small ε shrinks the vectors whose two components nearly agree),
-{_EXCESS[4]:.0%} at 4, {_EXCESS[32]:.1%} at 32 and {_EXCESS[1024]:.2%} at 1024. Section 3 measures
-it, and the histogram in section 2 says whether its sample can tell the difference from sampling
+{_EXCESS[4]:.0%} at 4, {_EXCESS[32]:.1%} at 32 and {_EXCESS[1024]:.2%} at 1024. The Spread step
+measures it, and its histogram says whether its sample can tell the difference from sampling
 noise. So √d_k is a principled way to start the logits at a sane scale, not an exact law for a
 trained model.
 """

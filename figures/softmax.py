@@ -562,7 +562,7 @@ def shift_or_scale_answer(add_change: float, mul_change: float, tol: float = 1e-
 def shift_or_scale_question(names, scores, c: float) -> str:
     pairs = ", ".join(f"{n}: {s:.3g}" for n, s in zip(names, scores, strict=True))
     return (
-        f"The scores of your worked example (section 1) are {pairs}. Which of these changes "
+        f"The scores of your worked example (the Example step) are {pairs}. Which of these changes "
         f"the attention weights: **adding c = {c:g}** to every score, or **multiplying** every "
         f"score by c = {c:g}?"
     )

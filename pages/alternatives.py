@@ -108,9 +108,9 @@ def _timed(name: str, Ts: tuple[int, ...], device: str, work) -> tuple[list, str
     if cut is not None and cut[0] == (Ts, device):
         return cut[1], cut[2]
     box = st.empty()
-    with st.spinner("Timing on this device…"):
+    with st.spinner(f"Timing T = {Ts[0]} … {Ts[-1]} on this device: {len(Ts)} lengths…"):
         rows, job = ui.jobs.shared(
-            ui.jobs.results(name, 8), (Ts, device), work, kind="timing",
+            ui.jobs.results(name, 8), (Ts, device), work, kind=name,
             what=f"{name} to T {Ts[-1]}", show=lambda s: box.info(s, icon=":material/hourglass:"),
         )  # fmt: skip
     box.empty()
@@ -164,7 +164,7 @@ def scoring_controls() -> tuple[float, int]:
     tokens (each later step has its own controls, inside it)."""
     with ui.controls_area():
         st.markdown("#### Scoring and Cosine")
-        st.caption("For the first two tabs; each of the others has its own controls.")
+        ui.used_by("step", STEPS, ("Scoring", "Cosine"))
         tau = ui.log_slider(
             "tau", "τ — cosine temperature", 0.01, 10.0, 1.0,
             help="Cosine scores are divided by τ before softmax. Small τ sharpens.",
@@ -174,30 +174,10 @@ def scoring_controls() -> tuple[float, int]:
     return tau, seed
 
 
-def scoring_step(tau: float, seed: int) -> None:
-    st.subheader("Five ways to score a query against a key")
-    st.markdown(
-        "Attention needs one number per (query, key) pair before softmax. The transformer's "
-        "choice, the dot product, is not the only one. Here the same eight random tokens "
-        "are scored five ways: **dot** qᵀk · **scaled dot** qᵀk/√d_k · **additive** "
-        "v_aᵀ tanh(W₁q + W₂k), a tiny neural network per pair (the original 2014 attention) · "
-        "**cosine** cos(q, k)/τ · **bilinear** qᵀWk with an extra learned matrix W."
-    )
-    v = scoring_view(tau, seed)
-    c1, c2, _ = st.columns([1, 1, 2])
-    c1.metric(
-        "Bilinear − absorbed dot",
-        f"{v['gap']:.1e}",
-        help=f"Largest |difference| between qᵀWk and x(W_qW)·xW_k over all pairs. Scores "
-        f"reach {v['top']:.3g}; the difference is float64 rounding only.",
-    )
-    c2.metric(
-        "Largest |cos(q, k)/τ|",
-        f"{max(abs(x) for x in v['cos_range']):.3g}",
-        help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
-    )
+def sharpest_exercise(v: dict, tau: float, seed: int) -> bool:
+    """Which scoring is sharpest? True once revealed (the grids and their titles tell)."""
     ent = " · ".join(f"{n} {v['mean_entropy'][n]:.2f}" for n in SCORINGS)
-    shown = ui.predict_choice(
+    return ui.predict_choice(
         _key("alt-sharp", seed, tau),
         f"Seed {seed}, τ = {tau:g}: which scoring gives the **sharpest** weights, i.e. the "
         "lowest mean row entropy?",
@@ -212,6 +192,33 @@ def scoring_step(tau: float, seed: int) -> None:
         truth=f"Mean row entropy in nats (uniform over 8 keys: ln 8 = 2.08): {ent}.",
         secret=[f"{v['mean_entropy'][n]:.2f}" for n in SCORINGS],  # the grids' titles
     )  # fmt: skip
+
+
+def scoring_step(tau: float, seed: int) -> None:
+    st.subheader("Five ways to score a query against a key")
+    words, ask = st.columns([1, 1.2], gap="large")  # the question beside what it asks about
+    words.markdown(
+        "Attention needs one number per (query, key) pair before softmax. The transformer's "
+        "choice, the dot product, is not the only one. Here the same eight random tokens "
+        "are scored five ways:\n\n- **dot** qᵀk\n- **scaled dot** qᵀk/√d_k\n- **additive** "
+        "v_aᵀ tanh(W₁q + W₂k), a tiny neural network per pair (the original 2014 attention)\n"
+        "- **cosine** cos(q, k)/τ\n- **bilinear** qᵀWk with an extra learned matrix W"
+    )
+    v = scoring_view(tau, seed)
+    with ask:
+        shown = sharpest_exercise(v, tau, seed)
+    c1, c2, _ = st.columns([1, 1, 2])
+    c1.metric(
+        "Bilinear − absorbed dot",
+        f"{v['gap']:.1e}",
+        help=f"Largest |difference| between qᵀWk and x(W_qW)·xW_k over all pairs. Scores "
+        f"reach {v['top']:.3g}; the difference is float64 rounding only.",
+    )
+    c2.metric(
+        "Largest |cos(q, k)/τ|",
+        f"{max(abs(x) for x in v['cos_range']):.3g}",
+        help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
+    )
     if shown:  # the weight grids show which is sharpest, and their titles its entropy
         ui.show(v["grids"])
     else:
@@ -227,7 +234,7 @@ def scoring_step(tau: float, seed: int) -> None:
             ("Leave τ at 1", "the cosine panel of weights is almost a flat colour: every row "
              "is close to uniform, entropy near ln 8 = 2.08."),
             ("Lower τ to 0.05", "cosine's weights turn as sharp as the dot product's; the "
-             "Cosine tab shows why."),
+             "Cosine step shows why."),
             ("Change the seed", "patterns change, but bilinear always matches the absorbed "
              "dot product to about 1e-15, and dot is always sharper than scaled dot."),
         ]
@@ -303,18 +310,29 @@ def memory_view(Ts: tuple[int, ...]):
     return fa.memory_chart(Ts, nbytes, ADDITIVE_BUDGET_BYTES)
 
 
-def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> bool:
-    """A button that runs a timing; results stay shown until the sweep they belong to changes."""
+def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> tuple[int, ...] | None:
+    """A button that runs a timing. Returns the lengths to show: these Ts once timed, else
+    the last ones this session timed (kept on screen until the new range is measured), else
+    None."""
+    took = ui.jobs.limiter().typical_s(button_key, 0.0)  # this server's recent timings
+    if took >= 0.5:
+        label += f" (about {took:.0f} s here last time)"
     if st.button(label, key=button_key, icon=":material/timer:"):
         st.session_state[f"_alt_{button_key}"] = Ts
         st.session_state.pop(f"_alt_cut_{button_key}", None)  # a new press times afresh
-    if st.session_state.get(f"_alt_{button_key}") == Ts:
-        return True
+    done = st.session_state.get(f"_alt_{button_key}")
+    if done == Ts:
+        return Ts
+    key = (done, str(ui.device()))
+    cut = st.session_state.get(f"_alt_cut_{button_key}")
+    if key not in ui.jobs.results(button_key, 8) and not (cut and cut[0] == key):
+        done = None  # shown only while kept: showing must never start a timing
     st.caption(
-        f"Not measured yet for T = {Ts[0]} … {Ts[-1]}: timings run only when asked "
-        "(a few seconds), then stay cached."
+        f"Not measured yet for T = {Ts[0]} … {Ts[-1]}: timings run only when asked, then stay "
+        "cached."
+        + (f" Shown meanwhile: the last timing, T = {done[0]} … {done[-1]}." if done else "")
     )
-    return False
+    return done
 
 
 def score_speed_view(Ts: tuple[int, ...], device: str):
@@ -357,11 +375,11 @@ def speed_live() -> None:
     timed = tuple(t for t in Ts if t <= additive_T_cap(SPEED_D))
     b, m1, m2 = st.columns([2, 1, 1], vertical_alignment="center")
     with b:
-        measured = _measured("time_scores", "Time dot product vs additive on this device", timed)
-    if not measured:
+        shown = _measured("time_scores", "Time dot product vs additive on this device", timed)
+    if not shown:
         return
     try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
-        rows, chart, cut = score_speed_view(timed, str(ui.device()))
+        rows, chart, cut = score_speed_view(shown, str(ui.device()))
     except ui.jobs.GaveUpError as e:
         return _gave_up("time_scores", e)
     if cut:
@@ -414,7 +432,7 @@ def smoother_step() -> None:
         "(here elu + 1). Then Σ_j φ(q)·φ(k_j) v_j = φ(q)ᵀ(Σ_j φ(k_j)v_jᵀ): the sum over keys "
         "is computed once, and each query costs O(d²) instead of O(T·d). The price is that "
         "the kernel must be written with a fixed, finite number of features. The *Linear "
-        "attention* tab times the two.",
+        "attention* step times the two.",
     )
 
 
@@ -465,7 +483,7 @@ def linear_step() -> None:
     st.subheader("Softmax against linear attention, timed")
     st.markdown(
         "Softmax attention builds the T×T weights, so its cost grows like T². Linear "
-        "attention (the third curve of the *Smoother* tab) sums φ(k_j)v_jᵀ over the keys "
+        "attention (the third curve of the *Smoother* step) sums φ(k_j)v_jᵀ over the keys "
         "once and never forms them, so its cost grows like T. Both are timed here with "
         "d = 64, at T = 128, 256 … up to the slider's T."
     )
@@ -485,11 +503,11 @@ def linear_live() -> None:
     with left:
         Ts = timing_T(cap_note=False)
     with b:
-        measured = _measured("time_linear", "Time softmax vs linear attention on this device", Ts)
-    if not measured:
+        shown = _measured("time_linear", "Time softmax vs linear attention on this device", Ts)
+    if not shown:
         return
     try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
-        rows, chart, cut = attn_speed_view(Ts, str(ui.device()))
+        rows, chart, cut = attn_speed_view(shown, str(ui.device()))
     except ui.jobs.GaveUpError as e:
         return _gave_up("time_linear", e)
     if cut:
@@ -602,8 +620,8 @@ def run() -> None:
         "Scaled dot-product attention is one design among several. This page tests the usual "
         "arguments for it — other scores are no better and much slower — and two readings "
         "of what attention *is*: a kernel smoother, and (wrongly) an explanation. One idea "
-        "per tab below: τ and the seed of the first two are in the sidebar, the other tabs "
-        "carry their own controls.",
+        "per step below: τ and the seed of the Scoring and Cosine steps are in the sidebar, "
+        "the other steps carry their own controls.",
     )
     tau, seed = scoring_controls()
     tabs = ui.steps("step", STEPS)

@@ -2,6 +2,7 @@
 and the tiled online softmax step by step."""
 
 import dataclasses
+import time
 
 import streamlit as st
 
@@ -34,7 +35,7 @@ from figures import cost as fig
 FILE = "pages/cost.py"
 STEPS = ("Compute", "Parallel", "Memory", "KV cache", "Sweep", "Walkthrough")
 MODEL_KEYS = ("T", "d_model", "heads", "kv_heads", "batch", "layers", "dtype", "gpu_gb")
-WALK_KEYS = ("walk_T", "block", "causal", "tiles")  # ?tiles= was ?step= before the tabs
+WALK_KEYS = ("walk_T", "block", "causal", "tiles", "stats")  # ?tiles= was ?step= before the tabs
 HEADS = [1, 2, 4, 8, 12, 16, 32, 64]
 GPUS = [8, 12, 16, 24, 32, 40, 48, 80, 96, 141, 192]
 WALK_D_K, WALK_D_V = 8, 4
@@ -91,11 +92,11 @@ def walk_state(walk_T: int, block: int, causal: bool, step: int) -> dict:
 
 
 @charts
-def walk_chart(walk_T: int, block: int, causal: bool, step: int):
+def walk_chart(walk_T: int, block: int, causal: bool, step: int, stats: bool):
     w, s = walk_trace(walk_T, block, causal), walk_state(walk_T, block, causal, step)
     return fig.walkthrough_chart(
         w["scores"], w["tiles"], s["out"], w["exact"], s["m"], s["l"], w["m_final"],
-        w["l_final"], block_q=block, block_k=block, step=step, current=s["cur"],
+        w["l_final"], block_q=block, block_k=block, step=step, current=s["cur"], stats=stats,
     )  # fmt: skip
 
 
@@ -154,7 +155,7 @@ def macs_exercise(T: int, d_model: int, p: int, a: int, cross: int) -> bool:
 
 
 def compute_section(T: int, d_model: int) -> None:
-    st.subheader("1 · Compute: where the multiply–adds go")
+    st.subheader("Compute: where the multiply–adds go")
     p, a, cross = projection_macs(T, d_model), attention_macs(T, d_model), crossover_T(d_model)
     if not macs_exercise(T, d_model, p, a, cross):  # the counts and the chart answer it
         ui.until_reveal("The two counts and the chart of where they cross")
@@ -170,7 +171,7 @@ def compute_section(T: int, d_model: int) -> None:
 
 @st.fragment
 def parallel_section() -> None:
-    st.subheader("2 · Every score at once: attention against a recurrence")
+    st.subheader("Every score at once: attention against a recurrence")
     st.markdown(fig.PARALLEL_INTRO)
     with st.columns([2, 3])[0]:
         width = ui.select_slider("width", "Width d (vectors and recurrent state)", WIDTHS, 64)
@@ -198,7 +199,7 @@ def parallel_section() -> None:
 
 
 def memory_section(T, heads, batch, layers, dtype, gpu_gb) -> None:
-    st.subheader("3 · Memory: the T×T wall")
+    st.subheader("Memory: the T×T wall")
     per, total = (attention_probs_bytes(batch, heads, T, dtype, n) for n in (1, layers))
     grow = attention_probs_bytes(batch, heads, 2 * T, dtype) // per  # computed, not typed in
     shown = ui.predict_choice(
@@ -222,7 +223,7 @@ def memory_section(T, heads, batch, layers, dtype, gpu_gb) -> None:
 
 
 def kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> None:
-    st.subheader("4 · The KV cache at inference: MHA, GQA, MQA")
+    st.subheader("The KV cache at inference: MHA, GQA, MQA")
     d_head = d_model // heads
     mha, gqa, mqa = (
         kv_cache_bytes(batch, T, layers, n, d_head, dtype) for n in (heads, kv_heads, 1)
@@ -237,7 +238,7 @@ def kv_section(T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb) -> Non
 
 @st.fragment
 def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
-    st.subheader("5 · Measured on this device")
+    st.subheader("Measured on this device")
     dev = ui.device()
     sweep_dtype = dtype if dev.type == "cuda" else "float32"
     plan = plan_sweep(T, batch=1, heads=heads, d_k=d_k, dtype=sweep_dtype, device=dev)
@@ -249,8 +250,18 @@ def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
     )
     for n in plan.notes:
         st.warning(n, icon=":material/speed:")
-    if st.button("Run the sweep", icon=":material/play_arrow:", type="primary"):
-        bar = st.progress(0.0)
+    took = ui.jobs.limiter().typical_s("sweep", 0.0)  # this server's recent sweeps, if any
+    go = st.button(
+        "Run the sweep" + (f" (about {took:.0f} s here last time)" if took >= 0.5 else ""),
+        icon=":material/play_arrow:", type="primary",
+    )  # fmt: skip
+    status, shown = st.empty(), st.empty()  # progress above the result
+    if go:
+        if (old := st.session_state.get(SWEEP)) is not None:
+            with shown.container():  # the previous sweep stays until the new one is ready
+                sweep_result(old, plan, tag="previous")
+        bar = status.progress(0.0, text="Starting…")
+        t0 = time.monotonic()
 
         def work(job) -> dict:  # runs once a heavy-job slot is free (ui.jobs)
             rows, notes, slow = [], list(plan.notes), set()
@@ -260,7 +271,11 @@ def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
                 if job.should_stop():  # the server's per-job budget is spent
                     notes.append(job.stopped_text(len(rows), len(plan.points), "measurements"))
                     break
-                bar.progress(i / len(plan.points), text=f"Measuring `{method}` at T = {t:,} …")
+                bar.progress(
+                    i / len(plan.points),
+                    text=f"Measurement {i + 1} of {len(plan.points)}: `{method}` at T = {t:,} · "
+                    f"{time.monotonic() - t0:.0f} s",
+                )
                 rows.append(measured(method, t, heads, d_k, sweep_dtype, str(dev), plan.block))
                 if rows[-1]["seconds"] > SLOW_S and t < plan.Ts[-1]:  # busy machine: say so
                     slow.add(method)
@@ -282,9 +297,18 @@ def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
             bar.empty()
         except ui.jobs.GaveUpError as e:
             bar.warning(str(e), icon=":material/hourglass_disabled:")
-    res = st.session_state.get(SWEEP)
+    with shown.container():
+        sweep_result(st.session_state.get(SWEEP), plan)
+
+
+def sweep_result(res: dict | None, plan, tag: str = "") -> None:
+    """The last sweep: its notes, slopes and the memory and time charts (`tag` keys them:
+    a run that draws the previous sweep while measuring may draw it again at the end)."""
     if res is None:
-        st.info("Press **Run the sweep** to time the three paths here (a few seconds).")
+        st.info(
+            "Press **Run the sweep** to time the three paths here; the bar says what is being "
+            "measured."
+        )
         return
     if not res["rows"]:  # stopped by the server's per-job budget before the first point
         for n in res["notes"]:
@@ -301,9 +325,14 @@ def sweep_section(T: int, heads: int, d_k: int, dtype: str) -> None:
     c = st.columns(3)
     for col, m in zip(c, METHODS, strict=True):
         col.metric(f"Memory slope, {m}", f"{slopes[m]:.2f}")
-    ui.show(fig.sweep_chart(series, slopes, what="memory", device=res["device"]))
+    key = f"sweep-{tag}" if tag else None
+    ui.show(
+        fig.sweep_chart(series, slopes, what="memory", device=res["device"]), key=key and key + "m"
+    )
     t_slopes = {m: fit_slope(*times[m]) for m in METHODS}
-    ui.show(fig.sweep_chart(times, t_slopes, what="time", device=res["device"]))
+    ui.show(
+        fig.sweep_chart(times, t_slopes, what="time", device=res["device"]), key=key and key + "t"
+    )
     st.caption(
         f"Last sweep: {res['what']} on {res['device']}. `fused_attention` ran PyTorch's "
         f"**{res['backend']}** kernel, as the profiler reports it. Peak memory comes from "
@@ -346,7 +375,7 @@ def work_exercise(walk_T: int, block: int, causal: bool, work: int) -> None:
 
 
 def walkthrough_step() -> None:
-    st.subheader("6 · FlashAttention, one tile at a time")
+    st.subheader("FlashAttention, one tile at a time")
     walkthrough()  # a fragment: the walkthrough's controls rerun only it
     ui.try_this(fig.TRY_WALKTHROUGH)
     ui.explain(*fig.EXPLAIN_ONLINE, expanded=True)
@@ -371,7 +400,7 @@ def walkthrough() -> None:
     n = len(w["steps"])
     if st.session_state.get("tiles", 0) > n:
         st.session_state["tiles"] = n  # a smaller grid has fewer tiles
-    c = st.columns([1, 1, 3], vertical_alignment="bottom")
+    c = st.columns([1, 1, 2, 1.4], vertical_alignment="bottom")
 
     def nudge(delta: int) -> None:
         st.session_state["tiles"] = min(max(st.session_state.get("tiles", 1) + delta, 0), n)
@@ -380,9 +409,15 @@ def walkthrough() -> None:
     c[1].button("Step", icon=":material/skip_next:", on_click=nudge, args=(1,))
     with c[2]:
         step = ui.slider("tiles", "Tiles processed", 0, n, 1)
+    with c[3]:
+        stats = ui.toggle(
+            "stats", "Show the running max m and sum l", False,
+            help="Each row's running maximum and running sum: how the online softmax rescales "
+            "what it has summed when a bigger score arrives.",
+        )  # fmt: skip
     with notes:
         ui.show_notes(keys=WALK_KEYS)
-    ui.show(walk_chart(walk_T, block, causal, step))
+    ui.show(walk_chart(walk_T, block, causal, step, stats))
     if step == n:
         st.success(
             f"All {n} tiles done. Largest difference from full softmax attention: "
@@ -400,7 +435,7 @@ def model_controls() -> tuple:
     gpus = sorted(set(GPUS) | ({round(here)} if here else set()))
     with ui.controls_area():
         st.markdown("#### Model and hardware")
-        st.caption("For every tab but Parallel and the walkthrough, which have their own controls.")
+        ui.used_by("step", STEPS, ("Compute", "Memory", "KV cache", "Sweep"))
         T = ui.pow2_slider("T", "Sequence length T", 16, 131072, 1024)
         d_model = ui.select_slider(
             "d_model", "d_model", [64, 128, 256, 512, 768, 1024, 2048, 4096, 8192], 512

@@ -215,7 +215,7 @@ def run() -> None:
     tabs = ui.steps("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
-            st.subheader("1. What every head looks at")
+            st.subheader("What every head looks at")
             # the asked head's map would show the answer: blank until the reveal
             asking = ind.induction_probe(torch.tensor(ids)) is not None
             open_ = ui.revealed(instance(ids, "look")) or not asking
@@ -235,22 +235,22 @@ def run() -> None:
             ui.explain("How two layers make an induction head", fh.COMPOSE, expanded=True)
     with tabs[1]:
         if tabs[1].open:
-            st.subheader("2. Each head's two scores")
+            st.subheader("Each head's two scores")
             ui.show(scores_chart(ids))
     with tabs[2]:
         if tabs[2].open:
-            st.subheader("3. Where the model is sure of the next token")
+            st.subheader("Where the model is sure of the next token")
             ui.show(loss_chart(ids, labels, ablate))
     with tabs[3]:
         if tabs[3].open:
             switch_off(ids, labels, ablate, a, names, rep0, jobs0)
     with tabs[4]:
         if tabs[4].open:
-            st.subheader("5. Attention is not contribution")
+            st.subheader("Attention is not contribution")
             ui.show(scatter_chart(ids))
     with tabs[5]:
         if tabs[5].open:
-            st.subheader("6. Train it live")
+            st.subheader("Train it live")
             live_section(seed, srun)
             caveat = fh.caveat(names, jobs0, shipped()[4], rep0, srun.chance)
             ui.explain("Specialisation is the intent, not a guarantee", caveat)
@@ -259,7 +259,7 @@ def run() -> None:
 
 def switch_off(ids, labels, ablate, a, names, rep0, jobs0) -> None:
     """Step 4: each head off alone (bars), the user's selection (metric, loss line), a question."""
-    st.subheader("4. Switch heads off")
+    st.subheader("Switch heads off")
     st.caption(ui.where("Pick heads under **Switch off heads** in the sidebar."))
     if not knockout_exercise(ids, a, names, jobs0):  # the bars rank the heads: the answer
         ui.until_reveal("Each head switched off on its own, and your selection")
@@ -386,7 +386,8 @@ def live_section(seed: int, srun) -> None:
             ui.show(
                 run_view(
                     "shipped", srun, f"Training curves — the shipped model (seed {srun.seed})"
-                )[0]
+                )[0],
+                key="heads-waiting",  # drawn again below if the run never starts: own id
             )
 
         def on_step(step, run):

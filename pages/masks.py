@@ -47,6 +47,7 @@ LENGTHS = "5,3,7"
 LEAK_FILL, LEAK_SIZE = "-1e4", 10000.0  # the leak suggestion: a small fill, large logits
 T_Q = 6  # the default query length, and the default batch size of the broadcasting bug
 STEPS = ("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost")
+LENGTH_KINDS = ("padding", "block-diagonal")  # the masks built from the lengths per example
 # the sidebar's controls; each step's own controls show their notes inside the step
 MAIN_CONTROLS = ("mask", "tokens", "window", "prefix", "lengths", "causal", "custom", "example",
                  "fill", "dtype", "logit_size")  # fmt: skip
@@ -236,6 +237,7 @@ def controls() -> dict:
     c: dict = {}
     with ui.controls_area():
         st.subheader("Mask")
+        ui.used_by("step", STEPS, [s for s in STEPS if s != "Cost"])
         c["kind"] = kind = ui.selectbox("mask", "Mask type", MASK_KINDS, "causal")
         c["T"] = T = ui.slider("tokens", "Tokens T", 2, 48, 8)
         opts: dict = {}
@@ -251,7 +253,11 @@ def controls() -> dict:
         for message in parsed.problems(T, quote) if raw != LENGTHS else []:
             ui.note(message)  # the default clipped to a small T is no mistake: no warning
         c["lengths"] = tuple(parsed.lengths)
-        st.caption(f"In use: {', '.join(map(str, c['lengths']))} (each at most T = {T})")
+        readers = "" if kind in LENGTH_KINDS else (
+            f" The {kind} mask ignores them; the Cross attention and Broadcasting bug steps "
+            "read them."
+        )  # fmt: skip
+        st.caption(f"In use: {', '.join(map(str, c['lengths']))} (each at most T = {T}).{readers}")
         if kind == "block-diagonal":
             opts["segments_causal"] = ui.toggle("causal", "Causal inside each segment", False)
             opts["lengths"] = tuple(fit_segments(c["lengths"], T))
@@ -267,6 +273,7 @@ def controls() -> dict:
         c["example"] = min(c["example"], len(c["lengths"]) - 1)
         c["spec"] = (kind, T, tuple(sorted(opts.items())))
         st.subheader("Fill and precision")
+        ui.used_by("step", STEPS, ("Mask", "Weights", "Fill"))
         c["fill"] = ui.radio("fill", "Fill for forbidden logits", FILLS, "-inf", help=FILL_HELP)
         c["dtype"] = ui.radio("dtype", "Precision", list(DTYPES), "float32")
         c["logit_size"] = ui.log_slider("logit_size", "Logit size (std of scores)", 1, 30000, 1)
@@ -365,7 +372,7 @@ def try_fill(c: dict) -> list[tuple[str, str]]:
 
 
 def mask_step(c: dict) -> None:
-    st.subheader("1 · The mask and the masked logits")
+    st.subheader("The mask and the masked logits")
     setting = (c["spec"], c["fill"], c["dtype"], c["logit_size"], c["example"])
     m = main_view(*setting)
     mask = mask_chart(c["spec"], c["example"])
@@ -391,7 +398,7 @@ def mask_step(c: dict) -> None:
 
 
 def weights_step(c: dict) -> None:
-    st.subheader("2 · The weights: a plain softmax against the safe path")
+    st.subheader("The weights: a plain softmax against the safe path")
     setting = (c["spec"], c["fill"], c["dtype"], c["logit_size"], c["example"])
     m = main_view(*setting)
     a, b, d, e = st.columns(4)
@@ -418,7 +425,7 @@ def weights_step(c: dict) -> None:
 
 
 def fill_step(c: dict) -> None:
-    st.subheader("3 · The fill value: −inf, −1e9, finfo.min or −1e4?")
+    st.subheader("The fill value: −inf, −1e9, finfo.min or −1e4?")
     if empty_row_exercise(c):  # the grid shows what every fill gives: the answer
         ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
     else:
@@ -429,7 +436,7 @@ def fill_step(c: dict) -> None:
 @st.fragment
 def cross_step(T: int, lengths: tuple, example: int) -> None:
     """Its own fragment: T_q reruns this step only."""
-    st.subheader("4 · Cross-attention: padding on the keys only")
+    st.subheader("Cross-attention: padding on the keys only")
     left, right = st.columns([3, 2], vertical_alignment="center")
     with right:
         T_q = query_length()
@@ -442,7 +449,7 @@ def cross_step(T: int, lengths: tuple, example: int) -> None:
 @st.fragment
 def bug_step(T: int, lengths: tuple, example: int) -> None:
     """Its own fragment: B and T_q rerun this step only."""
-    st.subheader("5 · The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
+    st.subheader("The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
     left, right = st.columns(2)
     with left:
         # B starts equal to T_q: the step opens on the silent bug, its point; any other
@@ -491,7 +498,7 @@ def bug_step(T: int, lengths: tuple, example: int) -> None:
 @st.fragment
 def cost_step() -> None:
     """Its own fragment: the timing's T and its button rerun this step only."""
-    st.subheader("6 · `is_causal=True` or a materialised causal mask?")
+    st.subheader("`is_causal=True` or a materialised causal mask?")
     left, _ = st.columns([2, 3])
     with left:
         T = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)
@@ -552,7 +559,7 @@ INTRO = (
     "replaced by −∞ (or a very negative number), so it gets zero weight. Masks enforce "
     "causality, ignore padding, limit attention to a window and keep packed documents apart. "
     "They also fail **quietly**: a fill that is too small, or a mask of the wrong shape, still "
-    "gives numbers — just wrong ones. This page makes each failure visible, one step per tab "
+    "gives numbers — just wrong ones. This page makes each failure visible, one step at a time "
     "below; the mask, fill and precision controls in the sidebar apply to every step."
 )
 DIFF_HELP = "Largest |plain output − safe output| over the rows that are not NaN."

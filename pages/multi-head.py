@@ -257,7 +257,7 @@ def cat_concat(a1: float, a2: float):
 
 @st.fragment
 def tired_cat() -> None:
-    st.subheader("5 · Why not one head? “The tired cat sat”")
+    st.subheader("Why not one head? “The tired cat sat”")
     st.markdown(fg.cat_intro(V_CAT, V_TIRED))
     one, two = st.columns(2, gap="large")
     with one:
@@ -275,7 +275,7 @@ def tired_cat() -> None:
 
 @st.fragment
 def outputs_section(key: tuple, heads: int) -> None:
-    st.subheader("2 · What each head hands back, and the concatenation")
+    st.subheader("What each head hands back, and the concatenation")
     if st.session_state.get("head", 1) > heads:
         st.session_state["head"] = heads
     with st.columns([1, 3])[0]:
@@ -309,7 +309,7 @@ def pruning_section(key: tuple, heads: int) -> None:
 
 
 def reshape_section(walk) -> None:
-    st.subheader("3 · The reshape, with live shapes")
+    st.subheader("The reshape, with live shapes")
     st.markdown(fg.reshape_table_md(walk.steps))
     # the table's row that merges the heads back (the one `.view` alone cannot do)
     merge_step = next(i for i, s in enumerate(walk.steps, 1) if ".contiguous()" in s.code)
@@ -374,7 +374,7 @@ def read_controls() -> tuple:
 
 
 def heads_step(key: tuple) -> None:
-    st.subheader("1 · Every head at once")
+    st.subheader("Every head at once")
     grid, focus = heads_view(key)
     ui.show(grid)
     ui.show(focus)
@@ -382,7 +382,7 @@ def heads_step(key: tuple) -> None:
 
 
 def cost_step(d_model: int, heads: int, kv_heads: int, T: int) -> None:
-    st.subheader("4 · What heads cost")
+    st.subheader("What heads cost")
     params_md, kv_md, _ = cost_view(d_model, heads, kv_heads, T)
     if params_exercise(d_model, heads):
         st.markdown(params_md)
@@ -394,7 +394,7 @@ def cost_step(d_model: int, heads: int, kv_heads: int, T: int) -> None:
 
 
 def diversity_step(key: tuple, heads: int) -> None:
-    st.subheader("6 · Are the heads different? Diversity and pruning")
+    st.subheader("Are the heads different? Diversity and pruning")
     ui.show(diversity_view(key)[0])
     mqa_exercise(key)
     pruning_section(key, heads)

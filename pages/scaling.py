@@ -37,11 +37,15 @@ from attn_core.scaling import (
     variance_rel_se,
 )
 from attn_core.training import SATURATED
+from figures.training import sci
 from ui.controls import log_values
 
 FILE = "pages/scaling.py"
 TEMPERATURES = log_values(0.05, 20, (1.0, 8.0))
 MAIN_CONTROLS = ("d_k", "tokens", "scaled", "temperature", "init", "dtype", "seed")
+# the four metrics' labels: short enough for four columns at 1400 px
+SPREAD, SAT_ROWS, JACOBIAN = "Logit SD (this sequence)", "Rows saturated", "Median Jacobian norm"
+LEAD = "Winner's typical lead"
 STEPS = ("Scores to weights", "Spread", "Saturation", "Jacobian", "Two keys", "Check yourself")
 STAGES = ("raw_scores", "logits", "weights", "max_weight", "entropy_frac", "jacobian_norm", "lead")
 TRAIN_DKS = (4, 512)  # the training lab's d_k slider runs over these powers of two
@@ -357,7 +361,7 @@ def run() -> None:
         "Queries and keys at initialisation are random vectors. Their dot product adds up d_k "
         "random terms, so its spread grows like √d_k — and softmax, fed numbers that large, "
         "turns more and more rows into a near-hard maximum, whose gradient is close to zero. "
-        "Follow the chain step by step in the tabs below; the controls are in the sidebar and "
+        "Follow the chain step by step below; the controls are in the sidebar and "
         "every chart updates live.",
     )
     d_k, tokens, scaled, temperature, init, dtype, seed = controls()
@@ -374,17 +378,23 @@ def run() -> None:
     m = st.columns(4)
     theory_sd = math.sqrt(d_k) * logit_scale(d_k, scaled=scaled, temperature=temperature)
     m[0].metric(
-        "Logit spread (SD) in this sequence",
+        SPREAD,
         f"{view['logits'].std():.3g}",
-        help=f"Theory: {theory_sd:.3g}",
+        help=f"The standard deviation of this sequence's logits. Theory: {theory_sd:.3g}",
     )
     m[1].metric(
-        f"Saturated rows (largest weight > {SATURATION:g})",
+        SAT_ROWS,
         f"{(view['max_weight'] > SATURATION).mean():.0%}",
+        help=f"Rows whose largest weight is above {SATURATION:g}: a near-hard maximum.",
     )
-    m[2].metric("Median Jacobian norm of a row", f"{np.median(view['jacobian_norm']):.2e}")
+    m[2].metric(
+        JACOBIAN,
+        sci(float(np.median(view["jacobian_norm"])), 3),
+        help="The median over rows of the norm of softmax's Jacobian: how much gradient a row "
+        "passes back to its logits.",
+    )
     m[3].metric(
-        "Typical lead of a row's winner over its runner-up",
+        LEAD,
         f"{typical_gap:.3g}",
         help="Largest minus second-largest logit of a row, median over rows. This gap caps how "
         "one-hot a row can be: the winner's weight is at most 1 / (1 + e^(−lead)).",
@@ -393,7 +403,7 @@ def run() -> None:
     tabs = ui.steps("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
-            st.subheader("1 · From scores to weights, one sequence")
+            st.subheader("From scores to weights, one sequence")
             for col, chart in zip(st.columns([1, 1, 1, 0.8]), stage_charts(*setting), strict=True):
                 with col:
                     ui.show(chart)
@@ -403,32 +413,32 @@ def run() -> None:
             histogram_chart, variance_chart = distribution_charts(
                 d_k, scaled, temperature, init, seed
             )
-            st.subheader("2 · How wide are the logits?")
+            st.subheader("How wide are the logits?")
             ui.show(histogram_chart)
             ui.explain("Why Var(q·k) = d_k", fs.VARIANCE_ARGUMENT)
-            st.subheader("3 · Variance against d_k")
+            st.subheader("Variance against d_k")
             ui.show(variance_chart)
             ui.explain("Caveat: the iid assumption after a few layers", fs.IID_CAVEAT)
     with tabs[2]:
         if tabs[2].open:
-            st.subheader("4 · …and softmax saturates")
+            st.subheader("…and softmax saturates")
             for col, chart in zip(st.columns(2), saturation_charts(*setting), strict=True):
                 with col:
                     ui.show(chart)
     with tabs[3]:
         if tabs[3].open:
-            st.subheader("5 · The gradient dies: softmax's Jacobian")
+            st.subheader("The gradient dies: softmax's Jacobian")
             jacobian_section(setting)
             ui.explain("Why a saturated softmax stops learning", fs.SATURATED_GRADIENT)
     with tabs[4]:
         if tabs[4].open:
-            st.subheader("6 · Two keys, in numbers")
+            st.subheader("Two keys, in numbers")
             ui.show(two_key_chart(dtype, typical_gap, tokens, init, seed))
             t = training_start(training_dk(d_k)) | {"asked": d_k}
             ui.explain(fs.AT_INIT_TITLE, fs.at_init(t))
     with tabs[5]:
         if tabs[5].open:
-            st.subheader("7 · Check yourself")
+            st.subheader("Check yourself")
             st.caption(
                 "Commit to an answer, then reveal the computed one. A new seed asks new questions."
             )

@@ -28,7 +28,7 @@ TITLES = {  # what each step draws before the sweep (or the timing) is run (titl
     "Walkthrough": ["Step 1 of 16"],
 }
 SIDEBAR = ["T", "batch", "d_model", "dtype", "gpu_gb", "heads", "kv_heads", "layers"]
-WALK = ["block", "causal", "tiles", "walk_T"]
+WALK = ["block", "causal", "stats", "tiles", "walk_T"]
 OWN = {"Walkthrough": WALK, "Parallel": ["width"]}  # controls that only their step shows
 
 

@@ -51,8 +51,10 @@ def test_head_maps_mosaic_of_heatmaps_on_one_pair_of_axes_with_scores_and_jobs()
     assert hm[5].hovertemplate.startswith("L1H1 · induction head")
     assert "attention map" in c.fig.layout.title.text
     notes = [a.text for a in c.fig.layout.annotations]
-    assert "previous-token head" in notes[0] and "induction head" in notes[5]
-    assert "n/a" in notes[5] and not any("nan" in n for n in notes)
+    assert "prev-token" in notes[0] and "induction" in notes[5] and "L1H1" in notes[5]
+    assert "n/a" in hm[5].hovertemplate and not any("nan" in t.hovertemplate for t in hm)
+    assert max(len(n.split("<br>")[-1]) for n in notes) <= 12  # fits a phone's narrow map
+    assert c.fig.layout.yaxis.scaleanchor == "x"  # square maps
     assert c.fig.layout.xaxis.title.text and c.fig.layout.yaxis.title.text
     assert c.fig.layout.yaxis.range[0] > c.fig.layout.yaxis.range[1]  # row 0 at the top
     assert "&lt;b&gt;" in c.fig.layout.yaxis.ticktext[0]  # user text never becomes markup

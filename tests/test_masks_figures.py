@@ -85,8 +85,10 @@ def test_fill_grid_is_fills_by_dtypes_with_a_frame_on_the_choice():
     q, k, v = demo_qkv(1, 4, 4)
     outs = fill_outcomes(q, k, v, custom_mask(4, [(0, 0)])[None], DTYPES)
     fig = titled(fm.fill_grid(outs, fill="-1e9", dtype="float16"))
-    (hm,) = fig.data
+    hm, *key = fig.data  # the grid, then its colour key (a legend entry per verdict)
     assert np.asarray(hm.z).shape == (4, 4)
+    assert [t.name for t in key] == list(fm.VERDICT_NAMES.values())
+    assert [t.marker.color for t in key] == list(fm.VERDICT_COLORS.values())
     assert list(fig.layout.xaxis.ticktext) == list(DTYPES)
     (frame,) = fig.layout.shapes
     assert (frame.x0, frame.y0) == (0.5, 0.5)  # float16 column, -1e9 row

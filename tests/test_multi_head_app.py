@@ -145,9 +145,9 @@ def test_typed_sentences_are_shown_as_text(sentence):
         assert "<" not in ticks and "&lt;" in ticks and "&amp;" in ticks and "😀" in ticks
 
 
-def test_random_vectors_leave_the_grid_unlabelled_but_sentences_label_it():
+def test_random_vectors_label_the_grid_by_position_and_sentences_by_word():
     grid = plotly_specs(run_page(PAGE))[0]["layout"]
-    assert grid["yaxis"]["showticklabels"] is False  # "t1, t2…" would name nothing
+    assert grid["xaxis"]["ticktext"][:3] == ["1", "2", "3"]  # positions: no words to name
     at = run_page(PAGE, d_model="128", heads="4", input="sentence")
     grid = plotly_specs(at)[0]["layout"]
     assert grid["xaxis"]["ticktext"][:3] == ["The", "tired", "cat"]

@@ -76,10 +76,13 @@ def test_heads_grid_is_one_mosaic_on_one_colour_axis(h, T):
     assert "head %{customdata" in fig.data[0].hovertemplate
 
 
-def test_heads_grid_labels_only_named_tokens():
+def test_heads_grid_labels_tokens_or_positions_and_draws_square_maps():
     r = _run(d_model=64, h=8, T=6)
-    bare = fg.heads_grid(r.weights, None).fig
-    assert bare.layout.yaxis.showticklabels is False and bare.layout.xaxis.showticklabels is False
+    bare = fg.heads_grid(r.weights, None).fig  # random vectors: positions 1…T
+    assert list(bare.layout.xaxis.ticktext) == [str(i) for i in range(1, 7)]
+    assert bare.layout.yaxis.scaleanchor == "x"  # one cell is as tall as it is wide
+    big = fg.heads_grid(_run(d_model=64, h=2, T=20).weights, None).fig
+    assert big.layout.yaxis.showticklabels is False  # past 16 tokens: no labels to crowd
     named = fg.heads_grid(r.weights, list("abcdef")).fig
     assert list(named.layout.xaxis.ticktext) == list("abcdef")  # under the bottom-left panel
     assert list(named.layout.yaxis.ticktext) == list("abcdef") * 2  # left of both panel rows

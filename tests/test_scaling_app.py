@@ -31,7 +31,7 @@ TITLES = [
 ]
 
 
-LEAD = "Typical lead of a row's winner over its runner-up"
+LEAD = "Winner's typical lead"
 
 
 def metrics(at) -> dict[str, str]:
@@ -55,8 +55,8 @@ def test_defaults_show_every_stage_scaled_and_healthy():
     for want, got in zip(TITLES, shown, strict=True):
         assert got.startswith(want), (want, got)
     m = metrics(at)
-    assert 0.7 < float(m["Logit spread (SD) in this sequence"]) < 1.3
-    assert m["Saturated rows (largest weight > 0.99)"] == "0%"
+    assert 0.7 < float(m["Logit SD (this sequence)"]) < 1.3
+    assert m["Rows saturated"] == "0%"
     lead = attn_core.scaling_sample(12, 64, seed=0).lead  # winner minus runner-up, per row
     assert m[LEAD] == f"{row_median(lead):.3g}"
     assert "Try this" in " ".join(md.value for md in at.markdown)
@@ -68,8 +68,8 @@ def test_unscaled_d_k_64_saturates_and_the_gradient_collapses():
     at = run_page(PAGE, scaled="false", step="Jacobian")
     no_exception(at)
     m = metrics(at)
-    assert 6 < float(m["Logit spread (SD) in this sequence"]) < 10  # about √64 = 8
-    assert int(m["Saturated rows (largest weight > 0.99)"].rstrip("%")) >= 25
+    assert 6 < float(m["Logit SD (this sequence)"]) < 10  # about √64 = 8
+    assert int(m["Rows saturated"].rstrip("%")) >= 25
     lead = attn_core.scaling_sample(12, 64, scaled=False, seed=0).lead
     assert m[LEAD] == f"{row_median(lead):.3g}"
     assert 2 < float(m[LEAD]) < 24  # well past the scaled lead, far short of the lesson's 24
@@ -172,7 +172,7 @@ def test_the_jacobian_row_follows_the_link_and_falls_back_with_a_note():
     notes = warnings(at)
     assert len(notes) == 1 and "`row=10`" in notes[0] and "0 to 3" in notes[0]
     assert "query 0" in titles(at)[0]
-    at.slider(key="row").set_value(2).run()  # a fragment rerun: only section 5 redraws
+    at.slider(key="row").set_value(2).run()  # a fragment rerun: only the Jacobian step redraws
     no_exception(at)
     assert not warnings(at)
     assert "query 2" in titles(at)[0]

@@ -24,6 +24,7 @@ from attn_core import (
     two_key_gradient_in,
 )
 from attn_core.scaling import first_exact_zero, row_median, score_rows, variance_rel_se
+from figures.training import sci
 from tests.support.apptest import no_exception, plotly_specs, reveal, run_page, verdicts
 
 
@@ -38,7 +39,7 @@ def _device() -> torch.device:
 DEV = _device()
 PAGE = "pages/scaling.py"
 TRAINING = "pages/training.py"
-LEAD = "Typical lead of a row's winner over its runner-up"
+LEAD = "Winner's typical lead"
 
 
 def texts(at) -> str:
@@ -93,7 +94,7 @@ def test_the_star_is_the_runner_up_lead_and_agrees_with_the_measured_jacobian(d_
     a = s.max_weight
     med_aa = row_median(a * (1 - a))
     med_J = row_median(s.jacobian_norm)
-    assert m["Median Jacobian norm of a row"] == f"{med_J:.2e}"
+    assert m["Median Jacobian norm"] == sci(med_J, 3)
     assert 0.1 <= med_aa / star_y <= 10, (med_aa, star_y)
     assert 0.1 <= med_J / star_y <= 10, (med_J, star_y)
     caption = texts(at)
@@ -300,7 +301,7 @@ def test_try_this_quotes_each_experiment_at_the_readers_settings(params):
     assert f"{clip:.0%} of the logits go past the map's ±6 colour range" in text
     assert f"{int((off.max_weight > 0.99).sum())} of {T} weight rows collapse" in text
     change = f"{drop:.3g}× smaller" if drop >= 1 else f"{1 / drop:.3g}× larger"
-    assert f"Jacobian norm in section 5 is {change}" in text
+    assert f"Jacobian norm on the Jacobian step is {change}" in text
     assert f"entropy at least {float(soft.entropy_frac.min()):.3f} of log T" in text
     assert f"largest weight at most {float(soft.max_weight.max()):.3f}" in text
     n_zero = int(zero.flatten(1).any(-1).sum())

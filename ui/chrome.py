@@ -72,7 +72,12 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
             share.present_toggle_link(file)
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
-    if intro:
+    if intro and share.presenting():
+        # a projector's first screen belongs to the step's chart: the question stays in
+        # view, the introduction waits in a closed box
+        with st.expander("About this lesson", icon=":material/info:"):
+            st.markdown(share.where(intro))
+    elif intro:
         st.markdown(share.where(intro))
     device_badge()
     return lesson
