@@ -199,10 +199,11 @@ def run() -> None:
     ui.show_notes()
 
     a = analyse(ids)
-    st.markdown(f"**Input** — {source}, {len(ids)} tokens:")
-    st.code(" ".join(ui.safe_text(t, 12) for t in labels), language=None, wrap_lines=True)
+    seq, score = st.columns([1.3, 1], vertical_alignment="center")  # one row: what, and how well
+    seq.markdown(f"**Input** — {source}, {len(ids)} tokens:")
+    seq.code(" ".join(ui.safe_text(t, 12) for t in labels), language=None, wrap_lines=True)
     rep, first = a["split"]
-    m1, m2, m3 = st.columns(3)
+    m1, m2, m3 = score.columns(3)
     m1.metric("Loss on repeated tokens", "n/a" if a["n_ind"] == 0 else f"{rep:.3f}")
     m2.metric("Loss on first occurrences", f"{first:.3f}" if first == first else "n/a")
     m3.metric("Blind guess, ln(vocab)", f"{srun.chance:.3f}")
@@ -260,10 +261,10 @@ def run() -> None:
 def switch_off(ids, labels, ablate, a, names, rep0, jobs0) -> None:
     """Step 4: each head off alone (bars), the user's selection (metric, loss line), a question."""
     st.subheader("Switch heads off")
-    st.caption(ui.where("Pick heads under **Switch off heads** in the sidebar."))
     if not knockout_exercise(ids, a, names, jobs0):  # the bars rank the heads: the answer
         ui.until_reveal("Each head switched off on its own, and your selection")
         return
+    st.caption(ui.where("Pick heads under **Switch off heads** in the sidebar."))
     ui.show(ablation_chart(ablate))
     if ablate:
         chosen = ablated_batch_loss(ablate)

@@ -450,16 +450,18 @@ def cross_step(T: int, lengths: tuple, example: int) -> None:
 def bug_step(T: int, lengths: tuple, example: int) -> None:
     """Its own fragment: B and T_q rerun this step only."""
     st.subheader("The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
-    left, right = st.columns(2)
-    with left:
+    code, knobs = st.columns([1.4, 1], vertical_alignment="center")  # the line, and its shapes
+    with knobs:
         # B starts equal to T_q: the step opens on the silent bug, its point; any other
         # B gives PyTorch's shape error, the loud contrast.
-        B = ui.slider("batch", "Batch size B", 1, 48, T_Q)
-    with right:
-        T_q = query_length()
+        k1, k2 = st.columns(2)
+        with k1:
+            B = ui.slider("batch", "Batch size B", 1, 48, T_Q)
+        with k2:
+            T_q = query_length()
+    code.code(BUG_CODE, language="python", wrap_lines=True)
     ui.show_notes(keys=("batch", "T_q"))
     (torch_error, core_error), bug = bug_lab(B, T_q, T, lengths, example)
-    st.code(BUG_CODE, language="python")
     answered = broadcast_exercises(T_q, T, lengths)
     if torch_error:
         st.error(

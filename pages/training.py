@@ -212,12 +212,17 @@ def lab(args: tuple, kw: dict) -> None:
     No st.fragment here on purpose: a click on Stop must request a full rerun, which
     interrupts a run in progress (a fragment rerun would wait for it to finish).
     """
-    left, right, _ = st.columns([1, 1, 4])
+    left, right, note = st.columns([1, 1, 4], vertical_alignment="center")
     run_clicked = left.button("Run both", type="primary", icon=":material/play_arrow:", key="run")
     right.button("Stop", icon=":material/stop:", help="Stops the training; keeps what is drawn.")
     bar = st.empty()
     slots = {n: st.empty() for n in ("verdict", *CURVES)}
     runs, partial = current(args)
+    if runs is None:
+        note.caption(
+            f"**Run both** trains the scaled and the unscaled model together ({kw['steps']} "
+            "steps each). Below: where the two look before any learning."
+        )
     if runs is None and run_clicked:
         slots["verdict"].info(
             "Training both runs, step by step. **Stop** ends them early and keeps the curves.",
@@ -226,13 +231,7 @@ def lab(args: tuple, kw: dict) -> None:
         runs = train_live(args, dict(kw), slots, bar.progress(0.0, text="Starting…"))
         runs, partial = current(args)
     with slots["verdict"].container():
-        if runs is None:
-            st.info(
-                f"Press **Run both** to train the scaled and the unscaled model together "
-                f"({kw['steps']} steps each). Below: where the two look before any learning.",
-                icon=":material/model_training:",
-            )
-        else:
+        if runs is not None:
             cut = st.session_state.get("train_budget")  # (args, why) of a run out of time
             if partial and cut and cut[0] == args:
                 st.warning(
@@ -460,7 +459,7 @@ def answer(refs: dict) -> None:
         ("failure",): "The failure's figures are this server's run; the defaults' were measured "
         "on a CPU when this app was built.",
     }
-    button.caption(where.get(tuple(here), "Both measured on this server."))
+    box.caption(where.get(tuple(here), "Both measured on this server."))
 
 
 def two_key_text(kw: dict, a0, b0) -> str:

@@ -12,28 +12,22 @@ back by the page as well; text is what this test can read.)
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.apptest import answer_and_reveal, no_exception, plotly_specs, run_page
+from tests.support.apptest import (
+    answer_and_reveal,
+    no_exception,
+    page_steps,
+    plotly_specs,
+    run_page,
+)
 from ui.exercises import EXERCISE_LOG
 from ui.lesson import available
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def page_steps(file: str) -> tuple[str, ...]:
-    """A page's STEPS tuple, read from its source (pages are scripts, not modules)."""
-    tree = ast.parse((ROOT / file).read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "STEPS" for t in node.targets
-        ):
-            return tuple(ast.literal_eval(node.value))
-    return ("",)
 
 
 CASES = [

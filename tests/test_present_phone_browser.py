@@ -3,6 +3,8 @@
 - Presenter mode (`?present=1`, 1920×1080): every text inside the charts (ticks, axis and
   chart titles, annotations, legends, colour bars) is at least 18 px, and no sentence
   points at a sidebar that presenter mode does not have.
+- Presenter mode's first screen, at 1920×1080 and on every step at 1280×720: the top of the
+  step's first chart (or of its exercise, where the chart waits for the reveal) is on it.
 - A phone (420 px wide): the sidebar starts closed and nothing is wider than the screen.
 """
 
@@ -10,11 +12,34 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.apptest import page_steps
 from tests.support.browser import open_page, reveal_held_back
 from ui.lesson import available
 from ui.share import PROJECTOR_MIN_PX
 
 CHART = '[data-testid="stPlotlyChart"]'
+FORM = '[data-testid="stForm"]'
+# The top of the first chart and of the first exercise box, in page pixels (None: none).
+_FIRST_JS = """
+() => [document.querySelector('[data-testid="stPlotlyChart"]'),
+       document.querySelector('[data-testid="stForm"]')]
+  .map(e => e ? e.getBoundingClientRect().top + window.scrollY : null)
+"""
+
+
+def _first_top(page) -> float | None:
+    """Where the step's first chart, or its exercise box, begins; None for a step that
+    draws neither before a button is pressed (a timing, a training run)."""
+    try:
+        page.wait_for_selector(f"{CHART}, {FORM}", timeout=5_000, state="attached")
+    except Exception:  # playwright's TimeoutError
+        return None
+    page.wait_for_timeout(300)
+    tops = [t for t in page.evaluate(_FIRST_JS) if t is not None]
+    return min(tops) if tops else None
+
+
+STEP_CASES = [(lesson, step) for lesson in available() for step in page_steps(lesson.file)[1:]]
 EXCEPTION = '[data-testid="stException"]'
 pytestmark = pytest.mark.browser
 
@@ -36,6 +61,8 @@ def test_presenter_mode_draws_every_chart_text_in_projector_sized_type(server_ur
         assert page.locator('[data-testid="stExpander"] summary').filter(
             has_text="Controls"
         ).count() <= 1  # fmt: skip
+        top = _first_top(page)  # before any reveal: what the class sees first
+        assert top is not None and top < 1080, f"the first chart starts at {top} px"
         reveal_held_back(page)
         page.wait_for_selector(f"{CHART} .main-svg", timeout=30_000)
         sizes = page.evaluate(_FONT_SIZES_JS)
@@ -43,6 +70,31 @@ def test_presenter_mode_draws_every_chart_text_in_projector_sized_type(server_ur
         small = [(text, px) for text, px in sizes if px < PROJECTOR_MIN_PX]
         assert not small, f"chart text under {PROJECTOR_MIN_PX} px: {small[:8]}"
         assert "in the sidebar" not in page.locator('[data-testid="stMain"]').inner_text()
+        assert not errors, errors
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
+def test_presenter_mode_at_720p_opens_every_first_step_on_its_chart(server_url, browser, lesson):
+    _assert_first_screen(browser, f"{server_url}/{lesson.url_path}?present=1")
+
+
+@pytest.mark.parametrize(
+    ("lesson", "step"), STEP_CASES, ids=lambda x: x if isinstance(x, str) else x.url_path
+)
+def test_presenter_mode_at_720p_opens_every_later_step_on_its_chart(
+    server_url, browser, lesson, step
+):
+    _assert_first_screen(browser, f"{server_url}/{lesson.url_path}?present=1&step={step}")
+
+
+def _assert_first_screen(browser, url: str, width: int = 1280, height: int = 720) -> None:
+    page, errors = open_page(browser, url, width=width, height=height)
+    try:
+        assert page.locator(EXCEPTION).count() == 0
+        top = _first_top(page)
+        assert top is None or top < height, f"{url}: the first chart starts at {top:.0f} px"
         assert not errors, errors
     finally:
         page.context.close()

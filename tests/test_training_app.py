@@ -47,7 +47,7 @@ def test_defaults_show_the_start_before_any_training():
     assert at.title[0].value == "Training lab"
     assert not warnings(at)
     assert [t[: len(SHOWS["Train"][0])] for t in chart_titles(at)] == SHOWS["Train"]
-    assert any("Run both" in i.value for i in at.info)
+    assert any("**Run both** trains" in c.value for c in at.caption)
     assert [b.label for b in at.button][:3] == ["Show the failure", "Run both", "Stop"]
     assert any("0.5" in c.value and "SGD" in c.value for c in at.caption)
     m = _metrics(runs[STEPS.index("Rows")])  # the Rows step: how the two start

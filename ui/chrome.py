@@ -14,6 +14,7 @@ from . import controls, exercises, share
 from .controls import escape  # the one escaping function (also ui.escape)
 from .lesson import Lesson, available, by_file
 
+_CONTROLS_SLOT = "_ui_controls_slot"  # session_state: presenter mode's column for Controls
 PLOTLY_CONFIG = {
     "displaylogo": False,
     "modeBarButtonsToRemove": ["lasso2d", "select2d"],
@@ -72,14 +73,22 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
             share.present_toggle_link(file)
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
-    if intro and share.presenting():
-        # a projector's first screen belongs to the step's chart: the question stays in
-        # view, the introduction waits in a closed box
-        with st.expander("About this lesson", icon=":material/info:"):
+    st.session_state.pop(_CONTROLS_SLOT, None)
+    if share.presenting():
+        # A projector's first screen belongs to the step's chart: the question stays in
+        # view; the introduction and the controls wait in two closed boxes, side by side on
+        # one row with where the page computes.
+        about, knobs, badge = st.columns([1, 1, 1.6], vertical_alignment="center")
+        if intro:
+            with about.expander("About this lesson", icon=":material/info:"):
+                st.markdown(share.where(intro))
+        st.session_state[_CONTROLS_SLOT] = knobs  # controls_area() opens its box there
+        with badge:
+            device_badge()
+    else:
+        if intro:
             st.markdown(share.where(intro))
-    elif intro:
-        st.markdown(share.where(intro))
-    device_badge()
+        device_badge()
     return lesson
 
 
@@ -95,7 +104,8 @@ def controls_area():
     """Where a page's main controls go: the sidebar, or (presenter mode, no sidebar)
     a box at the top of the page. Use as `with ui.controls_area():`."""
     if share.presenting():  # closed: the first screen is the step's chart, not sliders
-        return st.expander("Controls", expanded=False, icon=":material/tune:")
+        slot = st.session_state.get(_CONTROLS_SLOT) or st  # page_header's place for it
+        return slot.expander("Controls", expanded=False, icon=":material/tune:")
     return st.sidebar
 
 

@@ -40,7 +40,7 @@ PRESENT_CSS = """
   [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
   [data-testid="stExpandSidebarButton"], [data-testid="stHeader"] { display: none !important; }
   .stMainBlockContainer, .block-container { max-width: 100% !important;
-    padding: 1.5rem 2.5rem !important; }
+    padding: 0.75rem 2.5rem !important; }
   .stMarkdown p, .stMarkdown li,
   [data-testid="stCaptionContainer"] { font-size: 1.35rem !important; }
   h1 { font-size: 3.2rem !important; }

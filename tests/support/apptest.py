@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -11,6 +12,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 _REGISTRY: dict = {}
+
+
+def page_steps(file: str) -> tuple[str, ...]:
+    """A page's STEPS tuple, read from its source (pages are scripts, not modules); ("",)
+    for a page without steps."""
+    tree = ast.parse((ROOT / file).read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "STEPS" for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ("",)
 
 
 def _registry(timeout: float) -> dict:
