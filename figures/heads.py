@@ -66,7 +66,8 @@ def head_maps(
     L, H, T, _ = w.shape
     prev, ind = to_numpy(previous_token), to_numpy(induction)
     # blank cells between panels; taller between the rows, where each head's label sits
-    gap_x, gap_y = max(2, round(0.12 * T)), max(3, round(0.25 * T))
+    # (tall enough for a two-line head name on a phone, where a cell is 1–2 px)
+    gap_x, gap_y = max(2, round(0.12 * T)), max(4, round(0.45 * T))
     causal = np.tril(np.ones((T, T), bool))
     qk = np.stack(np.indices((T, T)), axis=-1).astype(np.uint8 if T < 256 else np.int32)
     traces, notes = [], []
@@ -105,7 +106,7 @@ def head_maps(
     x_axis = dict(axis, range=[-0.5, H * (T + gap_x) - gap_x - 0.5])
     y_axis = dict(axis, range=[L * (T + gap_y) - gap_y - 0.5, -0.5])  # row 0 at the top
     # square cells: each T×T map is a square at every width, never a sliver on a phone
-    y_axis.update(scaleanchor="x", constrain="domain")
+    y_axis.update(scaleanchor="x", constrain="domain", constraintoward="top")
     x_axis["constrain"] = "domain"
     x_title, y_title = "key position", "query position"
     bottom = 40
@@ -131,11 +132,24 @@ def head_maps(
     y_axis["title"] = dict(text=y_title, font=dict(size=12))
     fig = go.Figure(traces)
     fig.update_layout(
-        title=_title("Every head's attention map, with its two scores"),
+        title=_title("Every head's attention map, named by its job"),
         font=dict(size=13),
-        height=150 + 300 * L + bottom - 40,
-        margin=dict(l=60, r=10, t=110, b=bottom),
-        coloraxis=WEIGHT_COLORAXIS,
+        height=200 + 250 * L + bottom - 40,
+        margin=dict(l=60, r=10, t=110, b=bottom + 80),  # + the colour bar under the plot
+        # the colour bar under the maps, not beside them: on a phone the maps keep the width
+        coloraxis=dict(
+            WEIGHT_COLORAXIS,
+            colorbar=dict(
+                WEIGHT_COLORAXIS["colorbar"],
+                orientation="h",
+                x=0.0,
+                xanchor="left",
+                y=-0.12,
+                yanchor="top",
+                len=0.5,
+                thickness=12,
+            ),
+        ),
         annotations=notes,
         hoverlabel=dict(font_size=14),
         plot_bgcolor="#FFFFFF",

@@ -323,7 +323,8 @@ def fill_grid(
             )
         )  # fmt: skip
     layout = base_layout("What each fill does, in each precision", "precision", "fill value")
-    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0.0)
+    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0.0)
+    layout["margin"] = dict(layout["margin"], b=70)  # room for the key under the axis title
     layout["yaxis"].update(
         autorange="reversed",
         tickmode="array",

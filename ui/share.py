@@ -48,7 +48,8 @@ PRESENT_CSS = """
   [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
   /* the answer choices, the step tabs and the buttons: as large as the body text */
   [data-testid="stRadio"] [role="radiogroup"] p, button[data-baseweb="tab"] p,
-  [data-testid="stBaseButton-secondary"] p, [data-testid="stBaseButton-primary"] p,
+  [role="tab"], [role="tab"] p, [data-testid^="stBaseButton"] p,
+  [data-testid="stPageLink"] p, [data-testid="stPageLink-NavLink"] p,
   [data-testid="stExpander"] summary p { font-size: 1.35rem !important; }
 </style>
 """
