@@ -319,6 +319,19 @@ def test_call_runs_in_another_process_at_the_job_priority(monkeypatch):
     assert seen == [min(19, base + 7)]  # the server's nice + 7, not the thread's + 7
 
 
+def test_a_worker_runs_in_its_own_session_and_scheduling_group(monkeypatch):
+    """Where the kernel groups by session, nice alone does not hold a job below a browser
+    in another group (attn_core.worker.own_group): the worker gets a group of its own."""
+    monkeypatch.setenv("ATTN_JOB_NICE", "7")
+    base = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    sid, group = jobs.call(T.my_group)
+    assert sid != os.getsid(0)  # a session of its own
+    if group:  # a kernel with autogroup scheduling: the group has the job's nice
+        assert group.endswith(f"nice {min(19, base + 7)}"), group
+        with open("/proc/self/autogroup") as f:
+            assert f.read().strip() != group  # not the server's group
+
+
 def test_call_gives_the_same_training_as_a_direct_call():
     kw = dict(steps=40, seed=3)
     a, b = jobs.call(train_pair, 16, **kw)

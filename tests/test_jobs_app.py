@@ -60,7 +60,7 @@ def test_training_stops_at_the_budget_says_so_and_is_not_kept(monkeypatch):
     # … but not kept for everyone: a fresh session with the same link has nothing to show
     again = run_page("pages/training.py", reveal=True, **params)
     assert not [w for w in warnings(again) if "Stopped after" in w]
-    assert any("Press **Run both**" in i.value for i in again.info)
+    assert any("**Run both** trains" in c.value for c in again.caption)
 
 
 def test_a_press_that_waits_too_long_in_line_says_where_it_was(monkeypatch, fresh_limiter):

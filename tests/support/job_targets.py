@@ -12,6 +12,16 @@ def whoami(device=None) -> tuple[int, int, int]:
     return os.getpid(), os.nice(0), threading.get_ident()
 
 
+def my_group() -> tuple[int, str]:
+    """(session id, the scheduling autogroup line, or "") of whoever runs this."""
+    try:
+        with open("/proc/self/autogroup") as f:
+            group = f.read().strip()
+    except OSError:
+        group = ""
+    return os.getsid(0), group
+
+
 def count(n: int, on_step=None, pause_s: float = 0.0) -> int:
     """Call on_step(i, n) for i = 1..n (stopping early when it says so); steps done."""
     for i in range(1, n + 1):
