@@ -76,11 +76,11 @@ from tests.support import browser as B  # noqa: E402
 from ui.lesson import available  # noqa: E402
 
 SLIDER = '[data-testid="stSlider"] input[type="range"]'
-OPEN_AT = {"softmax": "?step=Shift"}  # a page whose first step has no slider: open one that has
 
 
 def _probe_url(base: str, path: str) -> str:
-    return f"{base}/{path}{OPEN_AT.get(path, '')}"
+    """A page's first view with a slider (B.SLIDER_VIEW: /softmax opens on tables)."""
+    return f"{base}/{path}{B.SLIDER_VIEW.get(path, '')}"
 
 
 HZ = os.sysconf("SC_CLK_TCK")

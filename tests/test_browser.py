@@ -8,6 +8,7 @@ are the session's shared fixtures (tests/conftest.py: `server_url`, `browser`).
 import pytest
 
 from tests.support.browser import (
+    SLIDER_VIEW,
     open_page,
     plotly_count,
     rerun_latency_ms,
@@ -24,7 +25,8 @@ EXCEPTION = '[data-testid="stException"]'
 
 @pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
 def test_page_renders_charts_and_reruns_on_a_slider_key_press(server_url, browser, lesson):
-    page, errors = open_page(browser, f"{server_url}/{lesson.url_path}")
+    view = SLIDER_VIEW.get(lesson.url_path, "")  # the page's first view with a slider
+    page, errors = open_page(browser, f"{server_url}/{lesson.url_path}{view}")
     try:
         assert page.locator("h1").first.inner_text().strip() == lesson.h1
         assert page.locator(EXCEPTION).count() == 0

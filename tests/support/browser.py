@@ -161,6 +161,9 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900, ready:
     return page, errors
 
 
+# Pages whose first step has no slider, and the view of theirs that has one (the slider
+# tests, bench/load.py's probes): /softmax opens on its editable tables.
+SLIDER_VIEW = {"softmax": "?step=Shift"}
 SLIDERS = '[data-testid="stSlider"] input[type="range"]'
 SIDEBAR_SLIDERS = f'[data-testid="stSidebar"] {SLIDERS}'
 MAIN_SLIDERS = f'[data-testid="stMain"] {SLIDERS}'
