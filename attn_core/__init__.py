@@ -35,175 +35,8 @@ from .device import (
     pick_device,
 )
 
-# multi-head, grouped-query and multi-query attention
-from .heads import (
-    MHAResult,
-    MultiHeadAttention,
-    valid_head_counts,
-)
-
-# /heads: a small trained model with induction heads
-from .induction import (
-    HeadScores,
-    InductionConfig,
-    InductionModel,
-    InductionRun,
-    InductionTrace,
-    ParsedTokens,
-    ablation_mask,
-    head_scores,
-    induction_targets,
-    load_pretrained,
-    parse_tokens,
-    per_position_loss,
-    repeated_sequences,
-    scores_from_weights,
-    train_induction,
-)
-
-# /masks: fill values, the broadcasting bug
-from .mask_lab import (
-    FILLS,
-    MASK_KINDS,
-    MAX_EXAMPLES,
-    BroadcastResult,
-    CausalCost,
-    FillOutcome,
-    FillResult,
-    ParsedCells,
-    ParsedLengths,
-    apply_fill,
-    batch_lengths,
-    broadcast_lab,
-    build_mask,
-    causal_cost,
-    cross_attention_demo,
-    custom_mask,
-    demo_qkv,
-    empty_rows,
-    encode_custom,
-    fill_outcomes,
-    fill_value,
-    fit_segments,
-    parse_custom,
-    parse_lengths,
-    replace_fill_error,
-    stored_fill,
-    toggle_cell,
-)
-
-# boolean mask builders
-from .masks import (
-    block_diagonal_mask,
-    causal_mask,
-    padding_mask,
-    prefix_lm_mask,
-    sliding_window_mask,
-)
-
-# /cost: time and peak memory
-from .measure import (
-    Measurement,
-    SweepPlan,
-    device_memory_gib,
-    fit_slope,
-    measure_point,
-    memory_how,
-    peak_memory_bytes,
-    plan_sweep,
-    sdpa_backend,
-)
-
-# /softmax: worked example, hull, stability, dropout
-from .mixing import (
-    CELL_LIMIT,
-    LESSON_WEIGHTS,
-    SOFTMAX_EXAMPLES,
-    STABILITY_SCORES,
-    DropoutStats,
-    ExampleError,
-    ExpLimits,
-    MixingSteps,
-    StabilityDemo,
-    TemperatureSweep,
-    WorkedExample,
-    convex_hull,
-    dropout_stats,
-    exp_limits,
-    in_convex_hull,
-    mix_values,
-    parse_example,
-    shifted_weights,
-    softmax_steps,
-    stability_demo,
-    sum_normalised_steps,
-    temperature_sweep,
-)
-
-# /multi-head: reshape, parameters, interference, pruning
-from .multihead_lab import (
-    MAX_SENTENCE_TOKENS,
-    V_CAT,
-    V_TIRED,
-    HeadsRun,
-    KVRow,
-    ReshapeStep,
-    ReshapeWalk,
-    count_parameters,
-    embed_words_fixed,
-    gqa_example,
-    head_diversity,
-    head_kind,
-    jensen_shannon,
-    kv_head_choices,
-    kv_table,
-    mean_focus,
-    mha_parameter_formula,
-    nearest_choices,
-    nearest_valid_heads,
-    output_change,
-    prune_mask,
-    pruned_forward,
-    pruned_output,
-    pruning_curve,
-    random_tokens,
-    reshape_walkthrough,
-    run_heads,
-    seeded_mha,
-    sentence_tokens,
-    sinusoidal_positions,
-    tired_cat_one_head,
-    tired_cat_two_heads,
-)
-
-# /scaling: variance, saturation, gradients
-from .scaling import (
-    DK_SWEEP,
-    LESSON_GAPS,
-    SATURATION,
-    LogitDistribution,
-    SaturationSweep,
-    ScalingSample,
-    VarianceSweep,
-    entropy_fraction,
-    first_exact_zero,
-    jacobian_norms,
-    log_log_slope,
-    logit_distribution,
-    logit_scale,
-    row_jacobian,
-    sample_raw_scores,
-    saturation_sweep,
-    scaling_sample,
-    score_rows,
-    sweep_raw_scores,
-    two_key_gradient,
-    two_key_gradient_in,
-    variance_sweep,
-)
-
 # /alternatives: other scores, kernel smoothers
-from .scoring import (
+from .lessons.alternatives import (
     ADDITIVE_BUDGET_BYTES,
     SCORINGS,
     SPEED_TS,
@@ -239,6 +72,185 @@ from .scoring import (
     weights_vs_contributions,
 )
 
+# /cost: time and peak memory
+from .lessons.cost import (
+    Measurement,
+    SweepPlan,
+    device_memory_gib,
+    fit_slope,
+    measure_point,
+    memory_how,
+    peak_memory_bytes,
+    plan_sweep,
+    sdpa_backend,
+)
+
+# /heads: a small trained model with induction heads
+from .lessons.heads import (
+    HeadScores,
+    InductionConfig,
+    InductionModel,
+    InductionRun,
+    InductionTrace,
+    ParsedTokens,
+    ablation_mask,
+    head_scores,
+    induction_targets,
+    load_pretrained,
+    parse_tokens,
+    per_position_loss,
+    repeated_sequences,
+    scores_from_weights,
+    train_induction,
+)
+
+# /masks: fill values, the broadcasting bug
+from .lessons.masks import (
+    FILLS,
+    MASK_KINDS,
+    MAX_EXAMPLES,
+    BroadcastResult,
+    CausalCost,
+    FillOutcome,
+    FillResult,
+    ParsedCells,
+    ParsedLengths,
+    apply_fill,
+    batch_lengths,
+    broadcast_lab,
+    build_mask,
+    causal_cost,
+    cross_attention_demo,
+    custom_mask,
+    demo_qkv,
+    empty_rows,
+    encode_custom,
+    fill_outcomes,
+    fill_value,
+    fit_segments,
+    parse_custom,
+    parse_lengths,
+    replace_fill_error,
+    stored_fill,
+    toggle_cell,
+)
+
+# /multi-head: reshape, parameters, interference, pruning
+from .lessons.multi_head import (
+    MAX_SENTENCE_TOKENS,
+    V_CAT,
+    V_TIRED,
+    HeadsRun,
+    KVRow,
+    ReshapeStep,
+    ReshapeWalk,
+    count_parameters,
+    embed_words_fixed,
+    gqa_example,
+    head_diversity,
+    head_kind,
+    jensen_shannon,
+    kv_head_choices,
+    kv_table,
+    mean_focus,
+    mha_parameter_formula,
+    nearest_choices,
+    nearest_valid_heads,
+    output_change,
+    prune_mask,
+    pruned_forward,
+    pruned_output,
+    pruning_curve,
+    random_tokens,
+    reshape_walkthrough,
+    run_heads,
+    seeded_mha,
+    sentence_tokens,
+    sinusoidal_positions,
+    tired_cat_one_head,
+    tired_cat_two_heads,
+)
+
+# /scaling: variance, saturation, gradients
+from .lessons.scaling import (
+    DK_SWEEP,
+    LESSON_GAPS,
+    SATURATION,
+    LogitDistribution,
+    SaturationSweep,
+    ScalingSample,
+    VarianceSweep,
+    entropy_fraction,
+    first_exact_zero,
+    jacobian_norms,
+    log_log_slope,
+    logit_distribution,
+    logit_scale,
+    row_jacobian,
+    sample_raw_scores,
+    saturation_sweep,
+    scaling_sample,
+    score_rows,
+    sweep_raw_scores,
+    two_key_gradient,
+    two_key_gradient_in,
+    variance_sweep,
+)
+
+# /softmax: worked example, hull, stability, dropout
+from .lessons.softmax import (
+    CELL_LIMIT,
+    LESSON_WEIGHTS,
+    SOFTMAX_EXAMPLES,
+    STABILITY_SCORES,
+    DropoutStats,
+    ExampleError,
+    ExpLimits,
+    MixingSteps,
+    StabilityDemo,
+    TemperatureSweep,
+    WorkedExample,
+    convex_hull,
+    dropout_stats,
+    exp_limits,
+    in_convex_hull,
+    mix_values,
+    parse_example,
+    shifted_weights,
+    softmax_steps,
+    stability_demo,
+    sum_normalised_steps,
+    temperature_sweep,
+)
+
+# /training: scaled vs unscaled runs
+from .lessons.training import (
+    DEFAULT_LR,
+    OPTIMIZERS,
+    RetrievalBatch,
+    RetrievalTrainer,
+    TrainingRun,
+    retrieval_batch,
+    train_pair,
+    train_retrieval,
+)
+
+# boolean mask builders
+from .masks import (
+    block_diagonal_mask,
+    causal_mask,
+    padding_mask,
+    prefix_lm_mask,
+    sliding_window_mask,
+)
+
+# multi-head, grouped-query and multi-query attention
+from .multihead import (
+    MHAResult,
+    MultiHeadAttention,
+    valid_head_counts,
+)
+
 # softmax variants and the Jacobian
 from .softmax import (
     entropy,
@@ -254,18 +266,6 @@ from .tiled import (
     tile_grid,
     tiled_attention,
     trace_state,
-)
-
-# /training: scaled vs unscaled runs
-from .training import (
-    DEFAULT_LR,
-    OPTIMIZERS,
-    RetrievalBatch,
-    RetrievalTrainer,
-    TrainingRun,
-    retrieval_batch,
-    train_pair,
-    train_retrieval,
 )
 
 __all__ = [

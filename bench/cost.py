@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or via run.py
 from attn_core import device_label, format_bytes, measure_point, memory_how, pick_device
-from attn_core.measure import METHODS, PARALLEL_TS, time_parallel_vs_recurrent
+from attn_core.lessons.cost import METHODS, PARALLEL_TS, time_parallel_vs_recurrent
 
 TS = (512, 1024, 2048, 4096)
 LIMIT = 1 / 8  # tiled / attention at the largest T

@@ -10,7 +10,7 @@
 #             summary says when the CUDA build is another version). Browser and lint tools
 #             (playwright, ruff) are left out: no step here uses them. With no network, put
 #             wheels in ./.whl and they are installed from there (--no-index).
-# 3. core     the core tests (tests/test_core_*.py, tests/test_*_core.py) with ATTN_DEVICE=cuda
+# 3. core     the core tests (tests/core/, tests/*/test_core.py) with ATTN_DEVICE=cuda
 # 4. apptest  every lesson page through AppTest (app.py's navigation) on cuda: no
 #             exception, and the page's device badge names the GPU
 # 5. kernels  python bench/run.py --only kernels (attention vs 3-op, fused vs SDPA, on cuda)
@@ -89,7 +89,7 @@ print('streamlit', streamlit.__version__, '| plotly', plotly.__version__, '| tor
 
 core_tests() {
   # shellcheck disable=SC2046
-  ATTN_DEVICE=cuda "$PY" -m pytest -q -p no:cacheprovider $(ls tests/test_core_*.py tests/test_*_core.py)
+  ATTN_DEVICE=cuda "$PY" -m pytest -q -p no:cacheprovider tests/core $(ls tests/*/test_core.py)
 }
 
 apptest_smoke() {

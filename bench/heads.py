@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from attn_core import device_label, pick_device
-from attn_core import induction as ind
+from attn_core.lessons import heads as ind
 
 
 def _scores(model) -> str:

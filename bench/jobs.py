@@ -84,7 +84,7 @@ def run_job(name: str, budget: float | None) -> dict:
         )
         what = f"{a.done} of {a.steps} steps" + (" (stopped)" if a.stopped else "")
     elif name == "heads":
-        from attn_core import induction as ind
+        from attn_core.lessons import heads as ind
 
         _, run = ind.train_induction(steps=ind.PRETRAINED_STEPS, seed=1, on_step=should_stop)
         what = f"{run.done} of {run.steps} steps" + (" (stopped)" if run.stopped else "")
@@ -92,7 +92,7 @@ def run_job(name: str, budget: float | None) -> dict:
         T, d_model, heads = COST[name]
         what = sweep(T, heads, d_model // heads, should_stop)
     elif name == "alt-scores":
-        from attn_core.scoring import SPEED_D
+        from attn_core.lessons.alternatives import SPEED_D
 
         Ts = tuple(t for t in _pow2(128, 4096) if t <= attn_core.additive_T_cap(SPEED_D))
         rows = attn_core.time_dot_vs_additive(Ts, device="cpu", **stop)
@@ -102,7 +102,7 @@ def run_job(name: str, budget: float | None) -> dict:
         rows = attn_core.time_softmax_vs_linear(Ts, device="cpu", **stop)
         what = f"T = {Ts[0]} … {rows[-1].T if rows else '-'} of {Ts[-1]}"
     elif name == "head-sweep":
-        from attn_core.training import head_sweep
+        from attn_core.lessons.training import head_sweep
 
         runs = head_sweep(
             128, (8, 16, 32, 64), steps=400, lr=0.5, optimizer="sgd", init_std=1.0, seed=0,
@@ -124,12 +124,12 @@ def run_job(name: str, budget: float | None) -> dict:
                 break
         what = f"{done} of {len(story)} pairs"
     elif name == "parallel":
-        from attn_core.measure import PARALLEL_TS, time_parallel_vs_recurrent
+        from attn_core.lessons.cost import PARALLEL_TS, time_parallel_vs_recurrent
 
         rows = time_parallel_vs_recurrent(PARALLEL_TS, 512, device="cpu")
         what = f"T = {rows[0].T} … {rows[-1].T}, width 512"
     elif name == "masks-cost":
-        from attn_core.mask_lab import causal_cost
+        from attn_core.lessons.masks import causal_cost
 
         causal_cost(2048, device="cpu")
         what = "T = 2048, 8 heads × d_k 64"

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from attn_core import DEFAULT_LR, train_pair
-from attn_core.training import head_sweep
+from attn_core.lessons.training import head_sweep
 
 D_K = 64
 STEPS = 400

@@ -4,7 +4,7 @@ Trains the page's two reference settings (its defaults, and the saturated start 
 the lesson's failure) on the CPU, prints their figures as a table and writes them to
 assets/training_answer.json, which /training quotes before anyone has pressed Run. Once a
 session trains the same setting on the server, the page quotes that run instead.
-tests/test_training_answer.py trains both again and checks the file against them.
+tests/training/test_answer.py trains both again and checks the file against them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from attn_core import train_pair  # noqa: E402
-from attn_core.training import ANSWER_SETTINGS  # noqa: E402
+from attn_core.lessons.training import ANSWER_SETTINGS  # noqa: E402
 
 OUT = ROOT / "assets" / "training_answer.json"
 

@@ -26,7 +26,7 @@ from attn_core.cost import (
     kv_cache_bytes,
     projection_macs,
 )
-from attn_core.measure import PARALLEL_TS, fit_slope
+from attn_core.lessons.cost import PARALLEL_TS, fit_slope
 
 from .style import DIVERGING, NUM_FMT, OKABE_ITO, Chart, base_layout, line_layout
 

@@ -560,7 +560,7 @@ def params_table_md(d_model: int, rows: list[tuple[int, dict[str, int]]]) -> str
 
 
 def kv_table_md(rows, h: int, current: int, fmt_bytes) -> str:
-    """KV rows (attn_core.multihead_lab.KVRow) -> a markdown table, current setting marked."""
+    """KV rows (attn_core.lessons.multi_head.KVRow) -> a markdown table, current setting marked."""
     out = [
         "| kind | K/V heads | query heads per K/V head | K+V projection params | "
         "cache per token per layer | cache for the whole context | vs MHA |",

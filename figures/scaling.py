@@ -259,7 +259,7 @@ def iid_verdict(ratio: float, rel_se: float, n_seq: int) -> str:
     """What the measured / predicted variance says about independence, given its sampling error.
 
     `rel_se` is the standard error of the measured variance relative to it (see
-    attn_core.scaling.variance_rel_se); only a miss of more than NOISE_SE of
+    attn_core.lessons.scaling.variance_rel_se); only a miss of more than NOISE_SE of
     them is evidence that the components are not independent.
     """
     off, noise = abs(ratio - 1), NOISE_SE * rel_se
@@ -927,7 +927,7 @@ def at_init(t: dict) -> str:
     """The story of the start, told with the training lab's own measurements.
 
     `t` holds what pages/training.py shows for one setting, computed by the same
-    attn_core.training calls: d_k (and `asked`, the d_k this page is set to),
+    attn_core.lessons.training calls: d_k (and `asked`, the d_k this page is set to),
     optimizer, lr, init_std, seed, n_symbols, chance = ln n_symbols; step-0
     shares of rows above `threshold` (sat0_s, sat0_u), the unscaled / scaled
     W_q, W_k gradient norm ratio (`ratio`), the loss at step 0 and at step

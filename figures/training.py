@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from attn_core.training import SATURATED
+from attn_core.lessons.training import SATURATED
 
 from .style import FONT, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, line_layout, to_numpy
 

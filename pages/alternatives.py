@@ -22,7 +22,7 @@ from attn_core import (
     time_softmax_vs_linear,
     weights_vs_contributions,
 )
-from attn_core.scoring import (
+from attn_core.lessons.alternatives import (
     SCORINGS,
     SPEED_D,
     cosine_max_weight_bound,

@@ -28,7 +28,7 @@ from attn_core import (
     tiled_attention,
     trace_state,
 )
-from attn_core.measure import METHODS, PARALLEL_TS, qkv, time_parallel_vs_recurrent
+from attn_core.lessons.cost import METHODS, PARALLEL_TS, qkv, time_parallel_vs_recurrent
 from attn_core.tiled import scores_computed
 from figures import cost as fig
 

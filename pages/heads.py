@@ -9,7 +9,7 @@ import streamlit as st
 import torch
 
 import ui
-from attn_core import induction as ind
+from attn_core.lessons import heads as ind
 from figures import heads as fh
 
 FILE = "pages/heads.py"
@@ -19,7 +19,7 @@ STEPS = ("Maps", "Scores", "Loss", "Switch off", "Contribution", "Train")
 
 @st.cache_resource(max_entries=1, show_spinner="Loading the trained model…")
 def shipped():
-    """The model trained by `python -m attn_core.induction`, loaded once per server,
+    """The model trained by `python -m attn_core.lessons.heads`, loaded once per server,
     with its scores and single-head ablations on 128 held-out sequences."""
     model, run = ind.load_pretrained(device=ui.device())
     batch = ind.eval_batch(model.config)

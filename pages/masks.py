@@ -28,7 +28,7 @@ from attn_core import (
     stored_fill,
     toggle_cell,
 )
-from attn_core.mask_lab import broadcast_verdict, empty_row_weights, min_fill_overflow
+from attn_core.lessons.masks import broadcast_verdict, empty_row_weights, min_fill_overflow
 from figures import masks as fig
 from ui.chrome import PLOTLY_CONFIG
 

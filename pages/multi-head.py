@@ -33,7 +33,7 @@ from attn_core import (
     tired_cat_two_heads,
     valid_head_counts,
 )
-from attn_core.multihead_lab import distinct_maps, heads_to_prune, value_width_walkthrough
+from attn_core.lessons.multi_head import distinct_maps, heads_to_prune, value_width_walkthrough
 from figures import multi_head as fg
 
 FILE = "pages/multi-head.py"

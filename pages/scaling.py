@@ -28,7 +28,7 @@ from attn_core import (
     two_key_gradient_in,
     variance_sweep,
 )
-from attn_core.scaling import (
+from attn_core.lessons.scaling import (
     exercise_d_k,
     median_ratio,
     row_median,
@@ -36,7 +36,7 @@ from attn_core.scaling import (
     top_two_gap,
     variance_rel_se,
 )
-from attn_core.training import SATURATED
+from attn_core.lessons.training import SATURATED
 from figures.training import sci
 from ui.controls import log_values
 

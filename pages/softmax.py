@@ -25,7 +25,7 @@ from attn_core import (
     sum_normalised_steps,
     temperature_sweep,
 )
-from attn_core.mixing import (
+from attn_core.lessons.softmax import (
     AGREE_TOL,
     naive_offset_band,
     naive_outcome,

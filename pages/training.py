@@ -12,7 +12,7 @@ import torch
 
 import ui
 from attn_core import DEFAULT_LR, train_pair, two_key_gradient
-from attn_core.training import (
+from attn_core.lessons.training import (
     ANSWER_SETTINGS,
     D_MODEL,
     FAILURE,

@@ -12,7 +12,7 @@ exercise's formatted truth; a choice's `secret=` strings) and returns whether it
 revealed, so the page shows what would give the answer away only after the reveal, and
 `until_reveal(...)` says what is waiting. Every exercise of a run is logged in
 `session_state[EXERCISE_LOG]` (key, secrets, revealed), which
-tests/test_exercise_secrecy.py reads to check the rule on every step of every page.
+tests/site/test_exercise_secrecy.py reads to check the rule on every step of every page.
 """
 
 from __future__ import annotations

@@ -1,0 +1,120 @@
+"""AppTest: the multi-head page's predict-then-reveal exercises, checked against attn_core.
+
+The parameter question sits in the "Cost" step, the MQA and pruning questions in "Diversity";
+only the open step runs, so each test opens the step that holds its question.
+"""
+
+from attn_core import (
+    count_parameters,
+    output_change,
+    pruned_forward,
+    random_tokens,
+    run_heads,
+    seeded_mha,
+)
+from attn_core.lessons.multi_head import distinct_maps, heads_to_prune
+from tests.support.apptest import no_exception, reveal, run_page, verdicts
+
+PAGE = "pages/multi-head.py"
+DEFAULT = "512-8-8-10-{seed}-0"  # d_model-heads-kv_heads-T-seed-crc32(no words)
+COST, DIVERSITY = "Cost", "Diversity"  # the steps holding the questions
+
+
+def questions(at) -> str:
+    return "\n".join(m.value for m in at.markdown if "Predict, then reveal" in m.value)
+
+
+def prune_truth(d_model: int, h: int, T: int, seed: int) -> tuple[list[int], float]:
+    """The pruning question's heads (0-based) and answer in %, straight from attn_core."""
+    x, m = random_tokens(T, d_model, seed), seeded_mha(d_model, h, h, seed)
+    pruned = heads_to_prune(h, seed)
+    return pruned, 100 * output_change(run_heads(x, m).output, pruned_forward(x, m, pruned))[0]
+
+
+def test_three_exercises_appear_unrevealed_in_their_steps():
+    cost = run_page(PAGE, step=COST)
+    no_exception(cost)
+    q = questions(cost)
+    assert "split it into **h = 8 heads**" in q and "1,050,624" in q
+    assert "query heads" not in q  # the other questions belong to another step
+    assert cost.radio(key="pick-mh-params-512-8").value is None
+    assert verdicts(cost) == ([], [])
+
+    div = run_page(PAGE, step=DIVERSITY)
+    no_exception(div)
+    q = questions(div)
+    assert "all **8 query heads** share **one** K" in q
+    pruned, _ = prune_truth(512, 8, 10, 0)
+    assert f"Prune **head{'s' if len(pruned) > 1 else ''} " in q
+    assert ", ".join(str(j + 1) for j in pruned) in q
+    assert "split it into" not in q
+    assert div.number_input(key=f"guess-mh-prune-{DEFAULT.format(seed=0)}").value is None
+    assert verdicts(div) == ([], [])
+
+    heads = run_page(PAGE)  # the first step asks nothing
+    assert not questions(heads)
+
+
+def test_right_and_wrong_answers_show_the_computed_truth():
+    at = run_page(PAGE, step=COST)
+    p1, p8 = count_parameters(512, 1)["total"], count_parameters(512, 8)["total"]
+    assert p1 == p8
+    at.radio(key="pick-mh-params-512-8").set_value(f"The same: {p8:,}")
+    reveal(at, "mh-params-512-8")
+    ok, bad = verdicts(at)
+    assert len(ok) == 1 and ok[0].startswith(f"Right: **The same: {p8:,}**") and not bad
+
+    # MQA: a wrong pick is answered with the count computed on a real kv_heads = 1 layer
+    at = run_page(PAGE, step=DIVERSITY)
+    n = distinct_maps(run_heads(random_tokens(10, 512, 0), seeded_mha(512, 8, 1, 0)).weights)
+    assert n == 8
+    key = f"mh-mqa-8-{DEFAULT.format(seed=0)}"
+    at.radio(key=f"pick-{key}").set_value(at.radio(key=f"pick-{key}").options[0])
+    reveal(at, key)
+    _, bad = verdicts(at)
+    assert len(bad) == 1
+    assert (
+        "**8 — every query head still has its own map**" in bad[0]
+        and "Counted 8 distinct" in bad[0]
+    )
+
+    # pruning: a far-off number is answered with the computed percentage
+    _, truth = prune_truth(512, 8, 10, 0)
+    key = f"mh-prune-{DEFAULT.format(seed=0)}"
+    at.number_input(key=f"guess-{key}").set_value(truth + 40)
+    reveal(at, key)
+    _, bad = verdicts(at)
+    assert any(b.startswith(f"Computed **{truth:.0f} %**") for b in bad)
+
+
+def test_a_new_seed_asks_a_new_question_with_a_computed_answer():
+    (p0, t0), (p1, t1) = prune_truth(512, 8, 10, 0), prune_truth(512, 8, 10, 1)
+    assert (p0, round(t0)) != (p1, round(t1))  # the seed really changes the instance
+    at = run_page(PAGE, seed="1", step=DIVERSITY)
+    key = f"mh-prune-{DEFAULT.format(seed=1)}"
+    assert ", ".join(str(j + 1) for j in p1) in questions(at)
+    at.number_input(key=f"guess-{key}").set_value(round(t1, 1))
+    reveal(at, key)
+    ok, _ = verdicts(at)
+    assert any(f"computed **{t1:.0f} %**" in s for s in ok)
+    # the √(k/h) rule in the explanation is filled in for this instance
+    k = len(p1)
+    assert any(f"√(k/h) = {(k / 8) ** 0.5:.0%}" in m.value for m in at.markdown)
+    # moving the seed in the sidebar keeps the step open and starts a new, unrevealed instance
+    at.number_input(key="seed").set_value(0).run()
+    no_exception(at)
+    assert verdicts(at) == ([], [])
+    assert ", ".join(str(j + 1) for j in p0) in questions(at)
+
+
+def test_the_parameter_question_follows_d_model_and_heads():
+    at = run_page(PAGE, d_model="64", heads="4", step=COST)
+    no_exception(at)
+    p = count_parameters(64, 4)["total"]
+    assert p == 4 * 64 * 64 + 4 * 64
+    assert "split it into **h = 4 heads**" in questions(at)
+    at.radio(key="pick-mh-params-64-4").set_value(f"4× as many: {4 * p:,}")
+    reveal(at, "mh-params-64-4")
+    _, bad = verdicts(at)
+    assert any(f"the computed answer is **The same: {p:,}**" in b for b in bad)
+    assert p == count_parameters(64, 1)["total"]
