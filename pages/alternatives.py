@@ -624,7 +624,7 @@ def run() -> None:
         "the other steps carry their own controls.",
     )
     tau, seed = scoring_controls()
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             scoring_step(tau, seed)

@@ -458,7 +458,7 @@ def model_controls() -> tuple:
 def run() -> None:
     ui.page_header(FILE, fig.INTRO)
     T, d_model, heads, kv_heads, batch, layers, dtype, gpu_gb = model_controls()
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             compute_section(T, d_model)

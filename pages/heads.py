@@ -213,7 +213,7 @@ def run() -> None:
             "score. Type a pattern twice, e.g. `red fox jumps red fox jumps`."
         )
 
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             st.subheader("What every head looks at")

@@ -534,7 +534,7 @@ def run() -> None:
     ui.page_header(FILE, INTRO)
     c = controls()
     ui.show_notes(keys=MAIN_CONTROLS)
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             mask_step(c)

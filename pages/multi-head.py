@@ -422,7 +422,7 @@ def run() -> None:
         st.caption("Tokens: " + " · ".join(ui.escape(w) for w in words))
 
     # Only the open step runs: a sidebar control then redraws that step's charts alone.
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             heads_step(key)

@@ -400,7 +400,7 @@ def run() -> None:
         "one-hot a row can be: the winner's weight is at most 1 / (1 + e^(−lead)).",
     )
 
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             st.subheader("From scores to weights, one sequence")

@@ -552,7 +552,7 @@ def run() -> None:
         start = ui.radio("example", "Start from", list(SOFTMAX_EXAMPLES), "lesson", help=START)
         ui.used_by("step", STEPS, USES_EXAMPLE)
     notes = st.container()  # filled at the end, once the open step's controls exist
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     bodies = (
         lambda: example_step(start),
         lambda: shift_step(start),

@@ -1015,7 +1015,7 @@ def run() -> None:
     )
     args, kw = controls()
     ui.show_notes(keys=CONTROL_KEYS)  # the Heads step shows its own control's note
-    tabs = ui.steps("step", STEPS)
+    tabs = ui.tabs("step", STEPS)
     with tabs[0]:
         if tabs[0].open:
             answer(references())

@@ -18,10 +18,12 @@ from .chrome import (
     show,
     try_this,
 )
+from .content import Words
 from .controls import (
     log_slider,
     multiselect,
     note,
+    noting,
     number,
     pow2_slider,
     radio,
@@ -31,17 +33,19 @@ from .controls import (
     show_notes,
     slider,
     steps,
+    tabs,
     text,
     toggle,
     used_by,
 )
 from .exercises import predict_choice, predict_number, revealed, until_reveal
-from .lesson import LESSONS, Lesson, available
+from .lesson import LESSONS, Lesson, available, lesson
 from .share import presenting, where
 
 __all__ = [
     "LESSONS",
     "Lesson",
+    "Words",
     "available",
     "controls_area",
     "device",
@@ -49,9 +53,11 @@ __all__ = [
     "escape",
     "explain",
     "jobs",
+    "lesson",
     "log_slider",
     "multiselect",
     "note",
+    "noting",
     "number",
     "page_header",
     "pow2_slider",
@@ -68,6 +74,7 @@ __all__ = [
     "show_notes",
     "slider",
     "steps",
+    "tabs",
     "text",
     "toggle",
     "try_this",

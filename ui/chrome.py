@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import streamlit as st
 import torch
 from streamlit import config as st_config
@@ -11,7 +14,10 @@ from attn_core import device_label, pick_device
 from figures import Chart
 
 from . import controls, exercises, share
-from .controls import escape  # the one escaping function (also ui.escape)
+from .controls import (
+    escape,  # the one escaping function (also ui.escape)
+    noting,
+)
 from .lesson import Lesson, available, by_file
 
 _CONTROLS_SLOT = "_ui_controls_slot"  # session_state: presenter mode's column for Controls
@@ -100,13 +106,18 @@ def _next_chart_number() -> int:
     return n
 
 
-def controls_area():
+@contextmanager
+def controls_area() -> Iterator[None]:
     """Where a page's main controls go: the sidebar, or (presenter mode, no sidebar)
-    a box at the top of the page. Use as `with ui.controls_area():`."""
+    a closed box at the top of the page. `with ui.controls_area():` — the link notes of
+    the controls drawn inside show on the page right below it (ui.noting)."""
     if share.presenting():  # closed: the first screen is the step's chart, not sliders
         slot = st.session_state.get(_CONTROLS_SLOT) or st  # page_header's place for it
-        return slot.expander("Controls", expanded=False, icon=":material/tune:")
-    return st.sidebar
+        area = slot.expander("Controls", expanded=False, icon=":material/tune:")
+    else:
+        area = st.sidebar
+    with noting(), area:
+        yield
 
 
 def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:

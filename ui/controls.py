@@ -15,15 +15,19 @@ from __future__ import annotations
 import math
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
+
+from .lesson import by_file
 
 _NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
 _RUN_NOTES = "_ui_run_notes"  # session_state: notes raised by page logic this run
 _STEP_KEYS = "_ui_step_keys"  # session_state: keys of steps() tabs, which show their own note
 _OPEN_STEP = "_ui_open_step"  # session_state: (key, labels, open label) of this run's steps()
+_NOTING = "_ui_noting"  # session_state: the key lists of the open noting() blocks
 
 
 def _raw(key: str) -> str | list[str] | None:
@@ -128,6 +132,8 @@ def _record(
                 f"({expected}); showing {_bold(value)} instead."
             )
     _note(key, raw, value, message)
+    for keys in st.session_state.get(_NOTING, ()):
+        keys.append(key)  # every open noting() block shows this control's note
 
 
 def _float_eq(raw: Any, value: float) -> bool:
@@ -403,19 +409,16 @@ def multiselect(
     return value
 
 
-def steps(key: str, labels: Sequence[str]) -> list:
-    """Tabs that split a page into steps, bound to ?key=<label>.
+def tabs(key: str, labels: Sequence[str]) -> list:
+    """Tabs that split a page into steps, bound to ?key=<label> (see `steps`).
 
-    Only the open tab's body should run (`if tab.open:`): a hidden step then
-    sends nothing to the browser, so a slider move redraws the charts of one
-    step instead of every chart on the page — in a browser each redrawn plotly
-    chart costs tens of milliseconds. The first label is the default; a link
-    naming no tab falls back to it with a note.
+    The first label is the default; a link naming no tab falls back to it with a
+    note above the tabs.
     """
     labels = list(labels)
     raw = _raw(key)
     box = st.container()  # the link's note, if any, goes above the tabs
-    tabs = st.tabs(labels, key=key, bind="query-params")
+    out = st.tabs(labels, key=key, bind="query-params")
     try:
         value = st.session_state[key]
     except KeyError:
@@ -427,7 +430,25 @@ def steps(key: str, labels: Sequence[str]) -> list:
     if key in st.session_state.get(_NOTES, {}):
         with box:
             st.warning(st.session_state[_NOTES][key][0], icon=":material/link_off:")
-    return tabs
+    return out
+
+
+def steps(bodies: Mapping[str, Callable[..., Any]], *args: Any, key: str = "step") -> None:
+    """A page's steps: one tab per label, and only the open step's function runs.
+
+    `bodies` maps each step's label (its `?step=` value) to the function that draws
+    it; each is called with `args` (the page's settings). A hidden step sends nothing
+    to the browser, so a slider move redraws the charts of one step instead of every
+    chart on the page — in a browser each redrawn plotly chart costs tens of ms.
+    """
+    page = st.session_state.get("_ui_page")
+    want = by_file(page).steps if page else ()
+    if want and tuple(bodies) != want:
+        raise ValueError(f"{page}: steps {tuple(bodies)} differ from ui/lesson.py's {want}")
+    for tab, body in zip(tabs(key, list(bodies)), bodies.values(), strict=True):
+        with tab:
+            if tab.open:
+                body(*args)
 
 
 def step_before(key: str, labels: Sequence[str]) -> str:
@@ -481,6 +502,23 @@ def show_notes(keys: Sequence[str] | None = None) -> None:
     run_notes = st.session_state.pop(_RUN_NOTES, [])
     for message in url_notes + run_notes:
         st.warning(message, icon=":material/link_off:")
+
+
+@contextmanager
+def noting() -> Iterator[list[str]]:
+    """Controls drawn inside the block show their link notes right after it.
+
+    `with ui.noting(): B = ui.slider("batch", …)`: no hand-kept list of keys; the
+    block yields the keys it saw. Page-logic notes from `note()` show there too.
+    """
+    keys: list[str] = []
+    stack = st.session_state.setdefault(_NOTING, [])
+    stack.append(keys)
+    try:
+        yield keys
+    finally:
+        stack.remove(keys)
+    show_notes(keys=keys)
 
 
 def reset_notes() -> None:

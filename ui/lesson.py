@@ -20,6 +20,13 @@ class Lesson:
     file: str  # relative to the repository root
     question: str  # what the page answers, shown on the home page
     heading: str = ""  # the page's h1 when it differs from its navigation title
+    steps: tuple[str, ...] = ()  # the page's step tabs, in order: its `?step=` values
+
+    @property
+    def name(self) -> str:
+        """The lesson's one name in every layer: attn_core/lessons/<name>.py,
+        figures/<name>.py, content/<name>.md, tests/<name>/ (`multi-head` → `multi_head`)."""
+        return self.url_path.replace("-", "_") or "home"
 
     @property
     def h1(self) -> str:
@@ -41,6 +48,14 @@ LESSONS: list[Lesson] = [
         ":material/straighten:",
         "pages/scaling.py",
         "Why divide by √d_k — and what breaks, at initialisation, if you forget?",
+        steps=(
+            "Scores to weights",
+            "Spread",
+            "Saturation",
+            "Jacobian",
+            "Two keys",
+            "Check yourself",
+        ),
     ),
     Lesson(
         "softmax",
@@ -48,6 +63,7 @@ LESSONS: list[Lesson] = [
         ":material/functions:",
         "pages/softmax.py",
         "Why softmax, how are values mixed, and where does the arithmetic overflow?",
+        steps=("Example", "Shift", "Stability", "Temperature", "Dropout", "Check yourself"),
     ),
     Lesson(
         "multi-head",
@@ -55,6 +71,7 @@ LESSONS: list[Lesson] = [
         ":material/view_column:",
         "pages/multi-head.py",
         "Why run attention eight times in parallel instead of once?",
+        steps=("Heads", "Outputs", "Reshape", "Cost", "Tired cat", "Diversity"),
     ),
     Lesson(
         "masks",
@@ -62,6 +79,7 @@ LESSONS: list[Lesson] = [
         ":material/grid_on:",
         "pages/masks.py",
         "How do masks work, and how does a wrong shape fail silently?",
+        steps=("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost"),
     ),
     Lesson(
         "training",
@@ -69,6 +87,7 @@ LESSONS: list[Lesson] = [
         ":material/model_training:",
         "pages/training.py",
         "Does a model really stop learning without √d_k?",
+        steps=("Train", "Predict", "Rows", "Heads"),
     ),
     Lesson(
         "cost",
@@ -76,6 +95,7 @@ LESSONS: list[Lesson] = [
         ":material/memory:",
         "pages/cost.py",
         "Where do time and memory go, and how does FlashAttention avoid the T×T matrix?",
+        steps=("Compute", "Parallel", "Memory", "KV cache", "Sweep", "Walkthrough"),
     ),
     Lesson(
         "alternatives",
@@ -83,6 +103,7 @@ LESSONS: list[Lesson] = [
         ":material/alt_route:",
         "pages/alternatives.py",
         "Why the dot product won, and why attention weights are not explanations.",
+        steps=("Scoring", "Cosine", "Speed", "Smoother", "Linear attention", "Contribution"),
     ),
     Lesson(
         "heads",
@@ -90,6 +111,7 @@ LESSONS: list[Lesson] = [
         ":material/psychology:",
         "pages/heads.py",
         "What do the heads of a real trained model do?",
+        steps=("Maps", "Scores", "Loss", "Switch off", "Contribution", "Train"),
     ),
 ]
 
@@ -97,6 +119,14 @@ LESSONS: list[Lesson] = [
 def available() -> list[Lesson]:
     """The lessons whose page file exists, in order."""
     return [lesson for lesson in LESSONS if (ROOT / lesson.file).is_file()]
+
+
+def lesson(name: str) -> Lesson:
+    """The lesson by its name (`masks`, `multi_head`) or URL path (`multi-head`)."""
+    for one in LESSONS:
+        if name in (one.name, one.url_path):
+            return one
+    raise KeyError(name)
 
 
 def by_file(file: str) -> Lesson:

@@ -1,0 +1,59 @@
+"""The house rules a check can enforce (CONTRIBUTING.md, "Where does X live").
+
+- Short functions: none over 60 lines in attn_core/, figures/, ui/, pages/ unless its
+  `def` line says why (`# long: …`), and at most three such.
+- One name per lesson: each lesson of ui/lesson.py has its page, its compute, its
+  figures (home has none), its words and its tests under that one name.
+- The words: every lesson's content file parses, no section is empty.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from bench.house import LIMIT, long_functions
+from ui import content
+from ui.lesson import LESSONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_no_function_is_longer_than_the_limit_without_a_reason():
+    longs = long_functions(ROOT)
+    unexplained = [f"{name} ({n} lines)" for name, n, why in longs if not why]
+    assert not unexplained, f"over {LIMIT} lines without `# long: <why>`: {unexplained}"
+    assert len(longs) <= 3, f"more than three long functions: {longs}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda x: x.name)
+def test_every_layer_of_a_lesson_uses_the_lesson_s_name(lesson):
+    name = lesson.name
+    assert (ROOT / lesson.file).is_file()
+    assert (ROOT / "content" / f"{name}.md").is_file()
+    assert (ROOT / "tests" / name).is_dir()
+    if name != "home":
+        assert (ROOT / "attn_core" / "lessons" / f"{name}.py").is_file()
+        assert (ROOT / "figures" / f"{name}.py").is_file()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda x: x.name)
+def test_content_files_parse_and_no_section_is_empty(lesson):
+    sections = content.sections(lesson.name)
+    assert sections and all(text.strip() for text in sections.values()), lesson.name
+
+
+def test_figures_and_attn_core_do_not_import_the_ui_or_streamlit():
+    for folder in ("attn_core", "figures"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    names = (
+                        [a.name for a in node.names]
+                        if isinstance(node, ast.Import)
+                        else [node.module or ""]
+                    )
+                    bad = [n for n in names if n.split(".")[0] in ("streamlit", "ui")]
+                    assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
