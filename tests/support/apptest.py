@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+
+from ui.lesson import by_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,15 +16,8 @@ _REGISTRY: dict = {}
 
 
 def page_steps(file: str) -> tuple[str, ...]:
-    """A page's STEPS tuple, read from its source (pages are scripts, not modules); ("",)
-    for a page without steps."""
-    tree = ast.parse((ROOT / file).read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "STEPS" for t in node.targets
-        ):
-            return tuple(ast.literal_eval(node.value))
-    return ("",)
+    """A page's step labels, from the registry (ui/lesson.py); ("",) for a page without steps."""
+    return by_file(file).steps or ("",)
 
 
 def _registry(timeout: float) -> dict:
