@@ -56,6 +56,41 @@ def _normalise(acc: torch.Tensor, l: torch.Tensor) -> torch.Tensor:
     return torch.where((l > 0)[..., None], acc / safe[..., None], 0.0)  # (..., rows, d_v)
 
 
+def _check_blocks(block_q: int, block_k: int) -> None:
+    for name, b in (("block_q", block_q), ("block_k", block_k)):
+        if not isinstance(b, int) or b < 1:
+            raise ValueError(f"{name} must be a positive integer; got {b!r}")
+
+
+def _mask_tile(s_tile, rows, cols, causal: bool, mask, work) -> torch.Tensor:
+    """One (..., bq, bk) score tile with the future (causal) and the mask applied."""
+    (q0, q1), (k0, k1) = rows, cols
+    if causal and k1 - 1 > q0:  # the tile crosses the diagonal: hide its future part
+        i = torch.arange(q0, q1, device=s_tile.device)[:, None]  # (bq, 1)
+        j = torch.arange(k0, k1, device=s_tile.device)[None, :]  # (1, bk)
+        s_tile = s_tile.masked_fill(j > i, float("-inf"))
+    if mask is not None:
+        m_tile = mask[..., q0:q1, k0:k1]  # (..., bq, bk)
+        if m_tile.dtype == torch.bool:
+            s_tile = s_tile.masked_fill(~m_tile, float("-inf"))
+        else:
+            s_tile = s_tile + m_tile.to(work)
+    return s_tile
+
+
+def _online_softmax_step(m, l, acc, s_tile, v_blk):
+    """Fold one tile into the running row max m, row sum l and unnormalised output acc."""
+    m_new = torch.maximum(m, s_tile.amax(dim=-1))  # (..., bq)
+    # A row that has met only masked keys still has max -inf; shift it by 0 so
+    # exp(-inf - shift) is a clean 0 instead of exp(nan).
+    shift = torch.where(m_new == float("-inf"), torch.zeros_like(m_new), m_new)
+    p = torch.exp(s_tile - shift[..., None])  # (..., bq, bk), every entry <= 1
+    rescale = torch.exp(m - shift)  # (..., bq): old statistics re-expressed for new max
+    l = rescale * l + p.sum(dim=-1)  # (..., bq)
+    acc = rescale[..., None] * acc + p @ v_blk  # (..., bq, d_v)
+    return m_new, l, acc
+
+
 def tiled_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -80,9 +115,7 @@ def tiled_attention(
     TileStep in processing order (keep T small: each step stores its rows' state).
     """
     _check_qkv(q, k, v)
-    for name, b in (("block_q", block_q), ("block_k", block_k)):
-        if not isinstance(b, int) or b < 1:
-            raise ValueError(f"{name} must be a positive integer; got {b!r}")
+    _check_blocks(block_q, block_k)
     T_q, d_k = q.shape[-2], q.shape[-1]
     T_k, d_v = k.shape[-2], v.shape[-1]
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -109,39 +142,11 @@ def tiled_attention(
             k_blk = k[..., k0:k1, :].to(work)  # (..., bk, d_k)
             v_blk = v[..., k0:k1, :].to(work)  # (..., bk, d_v)
             s_tile = (q_blk @ k_blk.transpose(-2, -1)) * s  # (..., bq, bk): the only score buffer
-            if causal and k1 - 1 > q0:  # the tile crosses the diagonal: hide its future part
-                rows = torch.arange(q0, q1, device=dev)[:, None]  # (bq, 1)
-                cols = torch.arange(k0, k1, device=dev)[None, :]  # (1, bk)
-                s_tile = s_tile.masked_fill(cols > rows, float("-inf"))
-            if mask is not None:
-                m_tile = mask[..., q0:q1, k0:k1]  # (..., bq, bk)
-                if m_tile.dtype == torch.bool:
-                    s_tile = s_tile.masked_fill(~m_tile, float("-inf"))
-                else:
-                    s_tile = s_tile + m_tile.to(work)
-
-            m_new = torch.maximum(m, s_tile.amax(dim=-1))  # (..., bq)
-            # A row that has met only masked keys still has max -inf; shift it by 0 so
-            # exp(-inf - shift) is a clean 0 instead of exp(nan).
-            shift = torch.where(m_new == float("-inf"), torch.zeros_like(m_new), m_new)
-            p = torch.exp(s_tile - shift[..., None])  # (..., bq, bk), every entry <= 1
-            rescale = torch.exp(m - shift)  # (..., bq): old statistics re-expressed for new max
-            l = rescale * l + p.sum(dim=-1)  # (..., bq)
-            acc = rescale[..., None] * acc + p @ v_blk  # (..., bq, d_v)
-            m = m_new
-            if trace:
-                steps.append(
-                    TileStep(
-                        index=len(steps),
-                        q_block=qi,
-                        k_block=ki,
-                        rows=(q0, q1),
-                        cols=(k0, k1),
-                        m=m.clone(),
-                        l=l.clone(),
-                        out=_normalise(acc, l),
-                    )
-                )
+            s_tile = _mask_tile(s_tile, (q0, q1), (k0, k1), causal, mask, work)
+            m, l, acc = _online_softmax_step(m, l, acc, s_tile, v_blk)
+            if trace:  # each step keeps its rows' state: the walkthrough replays it
+                steps.append(TileStep(len(steps), qi, ki, (q0, q1), (k0, k1), m.clone(),
+                                      l.clone(), _normalise(acc, l)))  # fmt: skip
         out[..., q0:q1, :] = _normalise(acc, l).to(q.dtype)  # (..., bq, d_v)
     return (out, steps) if trace else out
 

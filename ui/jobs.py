@@ -347,24 +347,13 @@ def slot(
         box = st.empty()
         show = _info(box)
     t = lim.join(kind, what, expected_s)
-    outcome, job, shown, last = "cancelled", None, False, (None, 0.0)
+    outcome, job = "cancelled", None
     try:
-        cap = wait_cap_s()
-        while not lim.acquire(t, timeout=POLL_S):
-            waited = lim.clock() - t.joined
-            if waited >= cap:
-                outcome = "gave-up"
-                raise GaveUpError(
-                    f"The server is busy: after {waited:.0f} s this press was still "
-                    f"{ordinal(lim.position(t))} in line for a heavy-job slot, so it was "
-                    "dropped. Press again in a while."
-                )
-            # redraw when the place changes, else every REDRAW_S: thirty queued presses
-            # redrawing every POLL_S would send 60 messages a second for a ticking clock
-            now, place = lim.clock(), lim.position(t)
-            if place != last[0] or now - last[1] >= REDRAW_S:
-                show(queue_text(lim, t, waited, budget))
-                shown, last = True, (place, now)
+        try:
+            shown = _wait_for_turn(lim, t, show, budget)
+        except GaveUpError:
+            outcome = "gave-up"
+            raise
         if shown and box is not None:
             box.empty()
         _start_workers()  # before this thread is lowered: workers inherit the forkserver's nice
@@ -389,6 +378,27 @@ def slot(
             kind=kind, what=what, place=t.place, waited_s=round(started - t.joined, 3),
             ran_s=round(now - started, 3) if t.started is not None else 0.0, outcome=outcome,
         )  # fmt: skip
+
+
+def _wait_for_turn(lim: Limiter, t: Any, show: Callable[[str], None], budget: float) -> bool:
+    """Block until ticket `t` holds a slot, showing its place; True if anything was shown.
+    Raises GaveUpError after ATTN_JOB_WAIT_S."""
+    cap, shown, last = wait_cap_s(), False, (None, 0.0)
+    while not lim.acquire(t, timeout=POLL_S):
+        waited = lim.clock() - t.joined
+        if waited >= cap:
+            raise GaveUpError(
+                f"The server is busy: after {waited:.0f} s this press was still "
+                f"{ordinal(lim.position(t))} in line for a heavy-job slot, so it was "
+                "dropped. Press again in a while."
+            )
+        # redraw when the place changes, else every REDRAW_S: thirty queued presses
+        # redrawing every POLL_S would send 60 messages a second for a ticking clock
+        now, place = lim.clock(), lim.position(t)
+        if place != last[0] or now - last[1] >= REDRAW_S:
+            show(queue_text(lim, t, waited, budget))
+            shown, last = True, (place, now)
+    return shown
 
 
 # ----------------------------------------------------------------------------- worker process
@@ -501,8 +511,6 @@ def call(
             return bool(on_step and on_step(*a)) or bool(should_stop and should_stop())
 
         return fn(*args, **{**kwargs, hook: direct})
-    import pickle
-
     ctx = _context()
     recv, send = ctx.Pipe(duplex=False)
     stop = ctx.Event()
@@ -514,30 +522,7 @@ def call(
     proc.start()
     send.close()  # the worker holds the only writing end: EOF means it has gone
     try:
-        while True:
-            if not recv.poll(POLL_S / 5):
-                if should_stop is not None and should_stop():
-                    stop.set()
-                if proc.is_alive() and not recv.poll(0):
-                    continue  # still working; a dead worker falls through to EOF below
-            try:
-                what, value = pickle.loads(recv.recv_bytes())
-            except EOFError:  # the pipe closed with nothing in it: the worker has gone
-                proc.join(timeout=1.0)
-                raise WorkerDiedError(
-                    f"The worker running this job ended without a result (exit code "
-                    f"{proc.exitcode}); the server may be short of memory."
-                ) from None
-            if what == "started":
-                if (job := getattr(_CURRENT, "job", None)) is not None:
-                    job.restart()
-            elif what == "step":
-                if (on_step is not None and on_step(*value)) or (should_stop and should_stop()):
-                    stop.set()
-            elif what == "done":
-                return value
-            else:
-                raise value
+        return _relay(proc, recv, stop, on_step, should_stop)
     finally:
         stop.set()
         proc.join(timeout=2.0)
@@ -545,6 +530,37 @@ def call(
             proc.kill()
             proc.join()
         recv.close()
+
+
+def _relay(proc, recv, stop, on_step, should_stop) -> Any:
+    """Read the worker's messages until its result: progress goes to `on_step`, a stop
+    request goes back through `stop`, an exception raised there is raised here."""
+    import pickle
+
+    while True:
+        if not recv.poll(POLL_S / 5):
+            if should_stop is not None and should_stop():
+                stop.set()
+            if proc.is_alive() and not recv.poll(0):
+                continue  # still working; a dead worker falls through to EOF below
+        try:
+            what, value = pickle.loads(recv.recv_bytes())
+        except EOFError:  # the pipe closed with nothing in it: the worker has gone
+            proc.join(timeout=1.0)
+            raise WorkerDiedError(
+                f"The worker running this job ended without a result (exit code "
+                f"{proc.exitcode}); the server may be short of memory."
+            ) from None
+        if what == "started":
+            if (job := getattr(_CURRENT, "job", None)) is not None:
+                job.restart()
+        elif what == "step":
+            if (on_step is not None and on_step(*value)) or (should_stop and should_stop()):
+                stop.set()
+        elif what == "done":
+            return value
+        else:
+            raise value
 
 
 class Results:
