@@ -68,6 +68,7 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
         controls.reset_notes()  # notes about another page's link do not belong here
         st.session_state["_ui_page"] = file
     st.session_state["_ui_chart_n"] = 0
+    st.session_state.pop(controls._NOTED, None)  # this run's noting() blocks record again
     st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
     st.session_state.pop(exercises.EXERCISE_LOG, None)  # this run's exercises log again
     if share.presenting():

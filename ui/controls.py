@@ -28,6 +28,7 @@ _RUN_NOTES = "_ui_run_notes"  # session_state: notes raised by page logic this r
 _STEP_KEYS = "_ui_step_keys"  # session_state: keys of steps() tabs, which show their own note
 _OPEN_STEP = "_ui_open_step"  # session_state: (key, labels, open label) of this run's steps()
 _NOTING = "_ui_noting"  # session_state: the key lists of the open noting() blocks
+_NOTED = "_ui_noted"  # session_state: keys whose notes a noting() block showed this run
 
 
 def _raw(key: str) -> str | list[str] | None:
@@ -494,10 +495,11 @@ def show_notes(keys: Sequence[str] | None = None) -> None:
     update when the fragment reruns). Page-logic notes from `note()` always show.
     """
     own = st.session_state.get(_STEP_KEYS, set())  # steps() shows these above its tabs
+    noted = st.session_state.get(_NOTED, set())  # shown already, by a noting() block
     url_notes = [
         m
         for k, (m, _) in st.session_state.get(_NOTES, {}).items()
-        if (k in keys if keys is not None else k not in own)
+        if (k in keys if keys is not None else k not in own) and k not in noted
     ]
     run_notes = st.session_state.pop(_RUN_NOTES, [])
     for message in url_notes + run_notes:
@@ -519,6 +521,7 @@ def noting() -> Iterator[list[str]]:
     finally:
         stack.remove(keys)
     show_notes(keys=keys)
+    st.session_state.setdefault(_NOTED, set()).update(keys)  # a later show_notes skips them
 
 
 def reset_notes() -> None:
