@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import streamlit as st
 
 from attn_core.lessons.training import FAILURE
 from tests.support.apptest import (
@@ -15,6 +16,7 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from ui import jobs
 
 PAGE = "pages/training.py"
 STEPS = ["Train", "Predict", "Rows", "Heads"]
@@ -32,6 +34,10 @@ def _metrics(at):
 
 
 def test_defaults_show_the_start_before_any_training():
+    # a fresh server: an earlier test in this process may have trained the sweep
+    jobs.reset()
+    st.cache_data.clear()
+    st.cache_resource.clear()
     runs = run_steps(PAGE, STEPS)
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
