@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import plotly.graph_objects as go
+from plotly.colors import get_colorscale
 
 from attn_core.cost import format_bytes
 
@@ -101,6 +102,47 @@ def legend_below(layout: dict, y: float = -0.22, extra: int = 0) -> dict:
     return layout
 
 
+# plotly's own property names with an underscore (every other `_` is a path shorthand)
+_UNDERSCORED = frozenset(
+    ("paper_bgcolor", "plot_bgcolor", "error_x", "error_y", "error_z", "copy_ystyle", "copy_zstyle")
+)
+
+
+def _spelled_out(spec: dict) -> dict:
+    """A spec as plotly.js reads it: what validation would otherwise have done for us.
+
+    Apart from a few (`plot_bgcolor`, `error_y` …), plotly's property names hold no
+    underscore, so `font_size` is the Python shorthand for `font.size`; plotly.js does not
+    know it and would silently drop it.
+    A colour scale given by name ("Viridis") becomes its stops: plotly.js has its own
+    table of names, with different stops for some of them."""
+    out: dict = {}
+    for key, value in spec.items():
+        if isinstance(value, dict):
+            value = _spelled_out(value)
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            value = [_spelled_out(v) for v in value]  # annotations, shapes
+        elif key == "colorscale" and isinstance(value, str):
+            value = get_colorscale(value)
+        head, _, rest = key.partition("_")
+        if rest and head and key not in _UNDERSCORED:
+            value = _spelled_out({rest: value})
+            key = head
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            value = _merge(out[key], value)
+        out[key] = value
+    return out
+
+
+def _merge(a: dict, b: dict) -> dict:
+    """`b` over `a`, nested dicts merged (`font=dict(color=…)` with `font_size=…`)."""
+    out = dict(a)
+    for key, value in b.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merge(out[key], value) if both else value
+    return out
+
+
 def fast_figure(data: list, layout: dict, margin: dict | None = None) -> go.Figure:
     """One constructor call with plain dicts, without plotly's per-property validation.
 
@@ -110,6 +152,8 @@ def fast_figure(data: list, layout: dict, margin: dict | None = None) -> go.Figu
     t, b px) should leave room for every label: then plotly's auto-margin has nothing
     to grow and lays the figure out once per update instead of twice.
     """
+    layout = _spelled_out(layout)
+    data = [_spelled_out(trace) if isinstance(trace, dict) else trace for trace in data]
     layout = dict(layout, template=dict(layout={}))  # Streamlit's theme styles the chart;
     if margin is not None:  # plotly's default template would add ~6 KB to every rerun
         layout["margin"] = margin

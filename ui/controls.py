@@ -109,6 +109,8 @@ def _note(key: str, raw: Any, value: Any, message: str) -> None:
         notes[key] = (message, value)
     elif key in notes and notes[key][1] != value:
         del notes[key]  # the user moved this control: the old complaint no longer applies
+    for keys in st.session_state.get(_NOTING, ()):
+        keys.append(key)  # every open noting() block shows this control's note
 
 
 def _record(
@@ -133,8 +135,6 @@ def _record(
                 f"({expected}); showing {_bold(value)} instead."
             )
     _note(key, raw, value, message)
-    for keys in st.session_state.get(_NOTING, ()):
-        keys.append(key)  # every open noting() block shows this control's note
 
 
 def _float_eq(raw: Any, value: float) -> bool:
@@ -233,6 +233,24 @@ def pow2_slider(key: str, label: str, lo: int, hi: int, default: int, *, help=No
     )
 
 
+def _choice(widget: Callable, key: str, label: str, options, default, fmt, **kw) -> Any:
+    """A radio or select box: one option of `options`, the link's value read by its label."""
+    raw = _raw(key)
+    options = list(options)
+    value = widget(
+        label,
+        options,
+        index=options.index(default),
+        format_func=fmt,
+        key=key,
+        bind="query-params",
+        **kw,
+    )
+    took = lambda r: r in (fmt(value), str(value))  # noqa: E731
+    _record(key, raw, value, took, "one of " + ", ".join(fmt(o) for o in options))
+    return value
+
+
 def radio(
     key: str,
     label: str,
@@ -243,21 +261,7 @@ def radio(
     horizontal: bool = True,
     help: str | None = None,
 ) -> Any:
-    raw = _raw(key)
-    options = list(options)
-    value = st.radio(
-        label,
-        options,
-        index=options.index(default),
-        format_func=fmt,
-        key=key,
-        horizontal=horizontal,
-        help=help,
-        bind="query-params",
-    )
-    took = lambda r: r in (fmt(value), str(value))  # noqa: E731
-    _record(key, raw, value, took, "one of " + ", ".join(fmt(o) for o in options))
-    return value
+    return _choice(st.radio, key, label, options, default, fmt, horizontal=horizontal, help=help)
 
 
 def selectbox(
@@ -269,20 +273,7 @@ def selectbox(
     fmt: Callable[[Any], str] = str,
     help: str | None = None,
 ) -> Any:
-    raw = _raw(key)
-    options = list(options)
-    value = st.selectbox(
-        label,
-        options,
-        index=options.index(default),
-        format_func=fmt,
-        key=key,
-        help=help,
-        bind="query-params",
-    )
-    took = lambda r: r in (fmt(value), str(value))  # noqa: E731
-    _record(key, raw, value, took, "one of " + ", ".join(fmt(o) for o in options))
-    return value
+    return _choice(st.selectbox, key, label, options, default, fmt, help=help)
 
 
 def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> bool:

@@ -65,6 +65,14 @@ def _revealed(key: str, answered: bool) -> bool:
     return bool(st.session_state.get(state))
 
 
+def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: str) -> bool:
+    """Whether the answer shows now (logged either way); an empty guess is sent back."""
+    if sent and empty:
+        box.info(f"{ask} first — committing to a guess is the point.")
+        return _log(key, secret, False)
+    return _log(key, secret, _revealed(key, sent))
+
+
 def predict_choice(
     key: str,
     question: str,
@@ -87,12 +95,8 @@ def predict_choice(
     with box.form(f"form-{key}", border=False):
         pick = st.radio("Your prediction", list(choices), index=None, key=f"pick-{key}")
         sent = st.form_submit_button("Reveal", icon=":material/visibility:")
-    if sent and pick is None:
-        box.info("Pick an answer first — committing to a guess is the point.")
-        return _log(key, secret, False)
-    if not _revealed(key, sent):
-        return _log(key, secret, False)
-    _log(key, secret, True)
+    if not _opened(box, key, secret, sent, pick is None, "Pick an answer"):
+        return False
     pick = st.session_state.get(f"pick-{key}")
     if pick not in choices:
         return True  # feedback echoes the pick: only ever one of the page's own choices
@@ -128,12 +132,8 @@ def predict_number(
         sent = st.form_submit_button("Reveal", icon=":material/visibility:")
     shown = fmt.format(truth)
     secret = [shown] if secret is None else secret
-    if sent and guess is None:
-        box.info("Type a number first — committing to a guess is the point.")
-        return _log(key, secret, False)
-    if not _revealed(key, sent):
-        return _log(key, secret, False)
-    _log(key, secret, True)
+    if not _opened(box, key, secret, sent, guess is None, "Type a number"):
+        return False
     guess = st.session_state.get(f"guess-{key}")
     close = guess is not None and math.isclose(guess, truth, rel_tol=rel_tol, abs_tol=abs_tol)
     if close:

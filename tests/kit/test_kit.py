@@ -4,9 +4,11 @@ import re
 
 import numpy as np
 import pytest
+from plotly.colors import get_colorscale
 
 from figures import Chart, heatmap
 from figures.common import weights_heatmap
+from figures.parts import fast_figure
 from ui.chrome import escape
 from ui.controls import log_values, safe_text
 
@@ -193,3 +195,24 @@ def test_a_new_instance_starts_unrevealed():
     at.session_state["seed_for_test"] = 1
     at.run()
     assert not at.success and not at.error
+
+
+def test_fast_figure_spells_out_what_plotly_js_would_not_read():
+    # unvalidated, `font_size` and a scale's name would reach plotly.js as written
+    trace = dict(type="heatmap", z=[[0, 1]], colorscale="Viridis", hoverlabel=dict(font_size=9))
+    layout = dict(
+        hoverlabel=dict(font_size=14),
+        font=dict(color="black"),
+        font_size=12,
+        plot_bgcolor="#FFFFFF",  # one of plotly's own names with an underscore: kept
+        annotations=[dict(text="a", font_size=11)],
+    )
+    spec = fast_figure([trace], layout).to_plotly_json()
+    assert spec["layout"]["hoverlabel"] == {"font": {"size": 14}}
+    assert spec["layout"]["font"] == {"color": "black", "size": 12}
+    assert spec["layout"]["plot_bgcolor"] == "#FFFFFF"
+    assert spec["layout"]["annotations"][0]["font"] == {"size": 11}
+    assert spec["data"][0]["hoverlabel"] == {"font": {"size": 9}}
+    assert [list(s) for s in spec["data"][0]["colorscale"]] == [
+        list(s) for s in get_colorscale("Viridis")
+    ]
