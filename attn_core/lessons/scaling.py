@@ -215,6 +215,34 @@ def variance_rel_se(raw: torch.Tensor) -> float:
     return float(v.std() / math.sqrt(B) / v.mean())
 
 
+NOISE_SE = 3.0  # a deviation from the iid prediction counts only beyond this many standard errors
+
+
+@dataclass(frozen=True)
+class IidCheck:
+    """How far a measured variance misses the iid prediction, against its sampling noise."""
+
+    off: float  # |measured / predicted − 1|
+    noise: float  # NOISE_SE relative standard errors
+    dependent: bool  # off > noise: evidence that the components are not independent
+
+
+def iid_check(ratio: float, rel_se: float) -> IidCheck:
+    """Measured / predicted variance `ratio` with its relative standard error `rel_se`
+    (variance_rel_se): only a miss of more than NOISE_SE of them is evidence of dependence."""
+    off, noise = abs(ratio - 1), NOISE_SE * rel_se
+    return IidCheck(off=off, noise=noise, dependent=off > noise)
+
+
+def layernorm_excess(d_k: int) -> float:
+    """How much larger Var(q·k) is for LayerNorm-style vectors than d_k: d_k/(d_k − 1) − 1.
+
+    Centred vectors of squared length d_k live in a (d_k − 1)-dimensional
+    subspace, so E[(q·k)²] = d_k · d_k / (d_k − 1). (d_k = 1 is left as drawn.)
+    """
+    return 0.0 if d_k < 2 else 1 / (d_k - 1)
+
+
 @dataclass(frozen=True)
 class LogitDistribution:
     edges: torch.Tensor  # (bins + 1,)
@@ -360,3 +388,13 @@ def median_ratio(numerator: torch.Tensor, denominator: torch.Tensor) -> float:
     """
     a, b = row_median(numerator), row_median(denominator)
     return math.inf if b == 0 else a / b
+
+
+# How much the median row's Jacobian norm shrinks without ÷√d_k, in four buckets: the
+# multiple-choice exercise's answers are "less than 3×", "3× to 30×", "30× to 1,000×", more.
+JACOBIAN_DROP_EDGES = (3.0, 30.0, 1000.0)
+
+
+def jacobian_drop_bucket(ratio: float) -> int:
+    """Which of the four buckets (0 … 3) a scaled / unscaled norm ratio falls into."""
+    return sum(ratio >= edge for edge in JACOBIAN_DROP_EDGES)

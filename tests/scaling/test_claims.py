@@ -12,7 +12,6 @@ import pytest
 import torch
 
 import attn_core
-import figures.scaling as fs
 from attn_core import (
     DK_SWEEP,
     saturation_sweep,
@@ -23,9 +22,20 @@ from attn_core import (
     two_key_gradient,
     two_key_gradient_in,
 )
-from attn_core.lessons.scaling import first_exact_zero, row_median, score_rows, variance_rel_se
-from figures.training import sci
+from attn_core.lessons import training
+from attn_core.lessons.scaling import (
+    first_exact_zero,
+    iid_check,
+    layernorm_excess,
+    row_median,
+    score_rows,
+    variance_rel_se,
+)
+from figures.parts import sci
 from tests.support.apptest import no_exception, plotly_specs, reveal, run_page, verdicts
+from ui.content import Words
+
+W = Words("scaling")
 
 
 def _device() -> torch.device:
@@ -40,6 +50,13 @@ DEV = _device()
 PAGE = "pages/scaling.py"
 TRAINING = "pages/training.py"
 LEAD = "Winner's typical lead"
+
+
+def iid_verdict(ratio: float, rel_se: float, n_seq: int) -> str:
+    """The histogram caption's verdict, as the page words it from attn_core's check."""
+    c = iid_check(ratio, rel_se)
+    key = "spread.iid.beyond" if c.dependent else "spread.iid.within"
+    return W(key, off=c.off, noise=c.noise, k=3.0, n_seq=n_seq)
 
 
 def texts(at) -> str:
@@ -189,13 +206,13 @@ def test_the_training_page_shows_the_same_numbers():
 
 def test_the_training_runs_only_when_the_two_keys_step_is_open(monkeypatch):
     calls = []
-    real = attn_core.train_pair
+    real = training.train_pair
 
     def counting(*args, **kw):
         calls.append(args)
         return real(*args, **kw)
 
-    monkeypatch.setattr(attn_core, "train_pair", counting)
+    monkeypatch.setattr(training, "train_pair", counting)  # the page trains through it
     for step in ("Scores to weights", "Spread", "Saturation", "Jacobian", "Check yourself"):
         no_exception(run_page(PAGE, d_k="16", step=step))
     assert calls == []
@@ -222,7 +239,7 @@ def test_gaussian_draws_never_claim_dependence(seed):
         B, T, _ = raw[d_k].shape
         se = variance_rel_se(raw[d_k])
         assert 0.6 < se / theory_rel_se(d_k, B, T) < 1.6  # the batch estimate matches theory
-        text = fs.iid_verdict(float(raw[d_k].var()) / d_k, se, B)
+        text = iid_verdict(float(raw[d_k].var()) / d_k, se, B)
         assert "within sampling noise" in text and "not independent" not in text, (d_k, text)
 
 
@@ -231,11 +248,11 @@ def test_layernorm_draws_claim_dependence_where_it_is_measurable(seed):
     raw = sweep_raw_scores(init="layernorm", seed=seed)
     for d_k in (2, 4, 8, 16, 32):
         ratio = float(raw[d_k].var()) / d_k
-        text = fs.iid_verdict(ratio, variance_rel_se(raw[d_k]), 32)
+        text = iid_verdict(ratio, variance_rel_se(raw[d_k]), 32)
         assert "not independent" in text, (d_k, text)
         # and the size of the miss is the one the caveat's formula predicts, within noise;
         # at d_k = 2 LayerNorm's ε (1e-5) measurably shrinks it, as the caveat says
-        z = (ratio - (1 + fs.layernorm_excess(d_k))) / (variance_rel_se(raw[d_k]) * ratio)
+        z = (ratio - (1 + layernorm_excess(d_k))) / (variance_rel_se(raw[d_k]) * ratio)
         assert z < -3 if d_k == 2 else abs(z) < 4, (d_k, z)
 
 
@@ -259,8 +276,10 @@ def test_the_histogram_caption_shows_the_computed_deviation_and_noise(params, de
 
 
 def test_the_iid_caveat_quotes_the_formula():
+    caveat = texts(run_page(PAGE, step="Spread"))  # the caveat's expander is on that step
     for d_k, fmt in ((2, ".0%"), (4, ".0%"), (32, ".1%"), (1024, ".2%")):
-        assert f"{d_k * d_k / (d_k - 1) / d_k - 1:{fmt}}" in fs.IID_CAVEAT
+        assert f"{d_k * d_k / (d_k - 1) / d_k - 1:{fmt}}" in caveat
+        assert d_k * d_k / (d_k - 1) / d_k - 1 == pytest.approx(layernorm_excess(d_k))
 
 
 # ---------------------------------------------------------------- 4. the other captions

@@ -8,11 +8,12 @@ import torch
 
 import attn_core
 from attn_core.lessons.scaling import exercise_d_k, top_two_gap
-from figures import scaling as fs
 from tests.support.apptest import no_exception, reveal, run_page, verdicts
+from ui.content import choices
 
 PAGE = "pages/scaling.py"
 STEP = "Check yourself"  # the tab that holds the exercises
+DROPS = tuple(choices("scaling", "exercise.jac.choices").values())  # its answers
 
 
 def keys(seed=0, tokens=12, init="gaussian", dtype="float32"):
@@ -36,7 +37,7 @@ def expected(seed=0, tokens=12, init="gaussian", dtype=torch.float32):
         max_on=float(np.median(on.max_weight.numpy())),
         lead_off=float(np.median(top_two_gap(off.logits).numpy())),
         saturated_off=float((off.max_weight > 0.99).double().mean()),
-        drop=fs.JACOBIAN_DROPS[int(np.searchsorted([3.0, 30.0, 1000.0], ratio, side="right"))],
+        drop=DROPS[int(np.searchsorted([3.0, 30.0, 1000.0], ratio, side="right"))],
     )
 
 
@@ -54,7 +55,7 @@ def test_three_questions_appear_unrevealed(at0):
     assert "what is the standard deviation of q·k" in text and f"d_k = **{d_k}**" in text
     assert "how large is the biggest attention weight" in text
     assert "how much smaller does the median row's norm get" in text
-    assert at0.radio(key=f"pick-{keys()[2]}").options == list(fs.JACOBIAN_DROPS)
+    assert at0.radio(key=f"pick-{keys()[2]}").options == list(DROPS)
     assert verdicts(at0) == ([], [])
 
 
@@ -74,7 +75,7 @@ def test_right_and_wrong_answers_are_judged_against_attn_core(at0):
     ok, bad = verdicts(at0)
     assert len(bad) == 1 and f"**{e['max_off']:.4g}**" in bad[0]
     # wrong choice: the error names the computed bucket
-    pick = next(c for c in fs.JACOBIAN_DROPS if c != e["drop"])
+    pick = next(c for c in DROPS if c != e["drop"])
     at0.radio(key=f"pick-{jac_key}").set_value(pick)
     reveal(at0, jac_key)
     ok, bad = verdicts(at0)

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -17,13 +18,17 @@ from attn_core import (
     two_key_gradient_in,
     variance_sweep,
 )
-from attn_core.lessons.scaling import variance_rel_se
+from attn_core.lessons.scaling import NOISE_SE, iid_check, variance_rel_se
 from figures import Chart
+from ui.content import Words
+
+W = Words("scaling")
 
 
 def _check(chart: Chart, *types: str) -> dict:
     assert isinstance(chart, Chart)
     fig = chart.fig
+    go.Figure(fig.to_dict())  # built unvalidated (parts.fast_figure): every property checked here
     assert fig.layout.title.text, "every figure needs a title"
     assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text, "axis titles"
     assert len(chart.caption) > 40, "a caption that says what to notice"
@@ -60,9 +65,14 @@ def test_three_stage_maps_and_row_summary(seq):
 def test_histogram_keeps_the_measured_logits_readable(sweep):
     h = logit_distribution(sweep[64], 1.0)  # unscaled: N(0, 1) is a tall narrow spike
     chart = fs.logit_histogram(
-        h.edges, h.density, d_k=64, measured_var=h.variance, theory_var=64, n=h.n, label="x",
-        rel_se=variance_rel_se(sweep[64]), n_seq=4,
-    )  # fmt: skip
+        h.edges,
+        h.density,
+        d_k=64,
+        measured_var=h.variance,
+        theory_var=64,
+        n=h.n,
+        label="x",
+    )
     fig = _check(chart, "bar", "scatter", "scatter")
     assert {t.name for t in fig.data[1:]} == {
         "N(0, 64): the unscaled theory",
@@ -74,7 +84,7 @@ def test_histogram_keeps_the_measured_logits_readable(sweep):
     scaled = logit_distribution(sweep[64], 1 / 8)
     fig = fs.logit_histogram(
         scaled.edges, scaled.density, d_k=64, measured_var=scaled.variance, theory_var=1,
-        n=scaled.n, label="x", rel_se=0.01, n_seq=4,
+        n=scaled.n, label="x",
     ).fig  # fmt: skip
     assert fig.layout.yaxis.range is None
 
@@ -95,15 +105,21 @@ def test_variance_chart_is_log_log_with_the_setting_marked(sweep):
 def test_histogram_says_when_the_iid_prediction_misses():
     raw = sweep_raw_scores(d_ks=(4,), n_seq=4, init="layernorm", seed=0)[4]
     h = logit_distribution(raw, 0.5)
+    miss = iid_check(h.variance, variance_rel_se(raw))  # measured / predicted (1.0)
+    assert miss.dependent  # beyond the sampling noise: the page words it so
+    verdict = W("spread.iid.beyond", off=miss.off, noise=miss.noise, k=NOISE_SE, n_seq=4)
     chart = fs.logit_histogram(
         h.edges, h.density, d_k=4, measured_var=h.variance, theory_var=1.0, n=h.n, label="x",
-        rel_se=variance_rel_se(raw), n_seq=4,
+        verdict=verdict,
     )  # fmt: skip
     assert "off the iid prediction, beyond its sampling noise" in chart.caption
     assert "not independent" in chart.caption
+    assert chart.caption.endswith(f"the components of q and k are independent. {verdict}")
     # the same miss inside a wider sampling error is not evidence of anything
-    loose = fs.iid_verdict(h.variance, rel_se=(h.variance - 1) / 2, n_seq=4)
-    assert "within sampling noise" in loose and "not independent" not in loose
+    loose = iid_check(h.variance, rel_se=(h.variance - 1) / 2)
+    assert not loose.dependent
+    text = W("spread.iid.within", off=loose.off, noise=loose.noise, k=NOISE_SE, n_seq=4)
+    assert "within sampling noise" in text and "not independent" not in text
 
 
 def test_saturation_and_entropy_charts(sweep):
@@ -145,7 +161,7 @@ def test_jacobian_norms_chart_marks_zero_and_saturated_rows():
     assert list(bar.marker.pattern.shape) == ["", "", "x"]  # hatched: exactly 0
     assert all(y > 0 for y in bar.y)  # a zero is drawn at the floor of the log axis
     assert "exactly 0 (underflow)" in [t.name for t in fig.data[1:]]
-    assert list(bar.marker.color) == [fs.BLUE, fs.VERMILLION, fs.VERMILLION]
+    assert list(bar.marker.color) == [fs.BLUE, fs.VERMILION, fs.VERMILION]
     assert fig.layout.yaxis.type == "log"
     assert "Median row: **2e-09**" in chart.caption and "**67%**" in chart.caption
 
@@ -177,5 +193,7 @@ def test_two_key_curve(dtype):
 
 
 def test_lesson_texts_are_present():
-    for text in (fs.VARIANCE_ARGUMENT, fs.IID_CAVEAT, fs.SATURATED_GRADIENT):
-        assert len(text.split()) > 40
+    for key in ("explain.variance", "explain.saturated"):
+        assert len(W(key).split()) > 40
+    excess = {f"excess{d}": 0.5 for d in (2, 4, 32, 1024)}
+    assert len(W("explain.iid", **excess).split()) > 40

@@ -3,6 +3,7 @@
 import pytest
 
 import attn_core
+from attn_core.lessons import scaling as core
 from attn_core.lessons.scaling import row_median
 from tests.support.apptest import (
     all_specs,
@@ -12,9 +13,11 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from tests.support.apptest import chart_titles as titles
+from ui.lesson import lesson
 
 PAGE = "pages/scaling.py"
-STEPS = ["Scores to weights", "Spread", "Saturation", "Jacobian", "Two keys", "Check yourself"]
+STEPS = lesson("scaling").steps
 FIRST = 4  # charts in the first (default) step
 TITLES = [
     "① Raw scores q·k",
@@ -36,10 +39,6 @@ LEAD = "Winner's typical lead"
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
-
-
-def titles(at) -> list[str]:
-    return [spec["layout"]["title"]["text"] for spec in plotly_specs(at)]
 
 
 def test_defaults_show_every_stage_scaled_and_healthy():
@@ -180,13 +179,13 @@ def test_the_jacobian_row_follows_the_link_and_falls_back_with_a_note():
 
 def test_moving_only_the_temperature_does_not_resample_the_sweeps(monkeypatch):
     calls = []
-    real = attn_core.sweep_raw_scores
+    real = core.sweep_raw_scores
 
     def counting(**kw):
         calls.append(kw)
         return real(**kw)
 
-    monkeypatch.setattr(attn_core, "sweep_raw_scores", counting)
+    monkeypatch.setattr(core, "sweep_raw_scores", counting)  # the page samples through it
     at = run_page(
         PAGE, seed="4321", step="Spread"
     )  # a seed no other test uses: the first run must sample
