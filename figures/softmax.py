@@ -13,9 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .parts import GREY, fmt, hline
 from .style import NUM_FMT, OKABE_ITO, Chart, base_layout, heatmap, line_layout, to_numpy
-
-GREY = "#999999"
 
 
 def clean_label(name: object, i: int) -> str:
@@ -39,15 +38,6 @@ def token_labels(names: Sequence[object]) -> list[str]:
             label, k = f"{base}#{k}", k + 1
         out.append(label)
     return out
-
-
-def fmt(x: float, digits: int = 4) -> str:
-    """A number for a table: 0.0730, 8.467, 2.3e+38, inf, NaN."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.{digits}g}"
 
 
 def _panels(layout: dict, titles: list[str], x_title: str, y_titles: list[str]) -> dict:
@@ -157,26 +147,33 @@ def steps_bars(names: list[str], steps, *, d_k: int) -> Chart:
     return Chart(fig, caption)
 
 
-def hull_plot(names: list[str], v, hull, steps, *, other_output=None, other_label="") -> Chart:
-    """The 2-D values, their convex hull, the output and the plain mean."""
-    v = to_numpy(v)
-    hull = to_numpy(hull)
-    out = to_numpy(steps.output)
-    mean = to_numpy(steps.mean)
-    traces = []
-    if len(hull) >= 3:
-        closed = np.vstack([hull, hull[:1]])
-        traces.append(
-            go.Scatter(
-                x=closed[:, 0],
-                y=closed[:, 1],
-                fill="toself",
-                fillcolor="rgba(0,114,178,0.12)",
-                line=dict(color=OKABE_ITO[0], width=1.5, dash="dot"),
-                name="convex hull of the values",
-                hoverinfo="skip",
-            )
+def _hull_area(hull: np.ndarray) -> list:
+    """The shaded convex hull of the values (none for fewer than three corners)."""
+    if len(hull) < 3:
+        return []
+    closed = np.vstack([hull, hull[:1]])
+    return [
+        go.Scatter(
+            x=closed[:, 0],
+            y=closed[:, 1],
+            fill="toself",
+            fillcolor="rgba(0,114,178,0.12)",
+            line=dict(color=OKABE_ITO[0], width=1.5, dash="dot"),
+            name="convex hull of the values",
+            hoverinfo="skip",
         )
+    ]
+
+
+def _point(xy, name: str, **marker) -> go.Scatter:
+    """One marked point with its legend entry."""
+    return go.Scatter(x=[xy[0]], y=[xy[1]], mode="markers", marker=marker, name=name)
+
+
+def _hull_traces(names, v, hull, out, mean, other_output, other_label) -> list:
+    """The hull, the value vectors, the plain mean, the other output and the output, in
+    drawing order (the output's star last, on top)."""
+    traces = _hull_area(hull)
     traces.append(
         go.Scatter(
             x=v[:, 0],
@@ -189,37 +186,21 @@ def hull_plot(names: list[str], v, hull, steps, *, other_output=None, other_labe
             hovertemplate="%{text}: [%{x:.3~g}, %{y:.3~g}]<extra></extra>",
         )
     )
-    traces.append(
-        go.Scatter(
-            x=[mean[0]],
-            y=[mean[1]],
-            mode="markers",
-            marker=dict(size=14, symbol="diamond", color=GREY, line=dict(color="black", width=1)),
-            name=f"plain mean [{mean[0]:.3g}, {mean[1]:.3g}]",
-        )
-    )
+    black = dict(color="black", width=1)
+    mean_marker = dict(size=14, symbol="diamond", color=GREY, line=black)
+    traces.append(_point(mean, f"plain mean [{mean[0]:.3g}, {mean[1]:.3g}]", **mean_marker))
     if other_output is not None:
-        o = to_numpy(other_output)
-        traces.append(
-            go.Scatter(
-                x=[o[0]],
-                y=[o[1]],
-                mode="markers",
-                marker=dict(size=13, symbol="star-open", color=OKABE_ITO[2], line=dict(width=2)),
-                name=other_label,
-            )
-        )
-    traces.append(
-        go.Scatter(
-            x=[out[0]],
-            y=[out[1]],
-            mode="markers",
-            marker=dict(
-                size=20, symbol="star", color=OKABE_ITO[3], line=dict(color="black", width=1)
-            ),
-            name=f"output z = [{out[0]:.3f}, {out[1]:.3f}]",
-        )
-    )
+        other = dict(size=13, symbol="star-open", color=OKABE_ITO[2], line=dict(width=2))
+        traces.append(_point(to_numpy(other_output), other_label, **other))
+    star = dict(size=20, symbol="star", color=OKABE_ITO[3], line=black)
+    traces.append(_point(out, f"output z = [{out[0]:.3f}, {out[1]:.3f}]", **star))
+    return traces
+
+
+def hull_plot(names: list[str], v, hull, steps, *, other_output=None, other_label="") -> Chart:
+    """The 2-D values, their convex hull, the output and the plain mean."""
+    out, mean = to_numpy(steps.output), to_numpy(steps.mean)
+    traces = _hull_traces(names, to_numpy(v), to_numpy(hull), out, mean, other_output, other_label)
     layout = line_layout(
         "Where the output lands among the values",
         "value component 1",
@@ -307,12 +288,6 @@ def stability_table(st_) -> dict[str, list[str]]:
             for j in range(n)
         },
     }
-
-
-def _hline(y: float, dash: str, color: str = GREY) -> dict:
-    """A full-width horizontal line as a layout shape (add_hline is slow)."""
-    return dict(type="line", xref="paper", x0=0, x1=1, y0=y, y1=y,
-                line=dict(color=color, dash=dash))  # fmt: skip
 
 
 def naive_vs_stable(st_) -> Chart:
@@ -451,7 +426,7 @@ def entropy_curve(sweep, tau: float, h_now: float) -> Chart:
         "Entropy against temperature", "temperature τ (log scale)", "entropy (nats)"
     )
     hot, cold = sweep.hot_limit, sweep.cold_limit
-    layout["shapes"] = [_hline(hot, "dash"), _hline(cold, "dot")]
+    layout["shapes"] = [hline(hot, dash="dash"), hline(cold, dash="dot")]
     layout["annotations"] = [
         dict(text=f"uniform (τ → ∞): ln T = {hot:.3f}", x=0, y=hot, xref="paper",
              xanchor="left", yanchor="bottom", showarrow=False),
@@ -516,7 +491,7 @@ def row_sums_chart(stats, training: bool) -> Chart:
         ),
     ]
     layout = line_layout("Row sums", "query row", "sum of the row's weights")
-    layout["shapes"] = [_hline(1.0, "dash", "black")]
+    layout["shapes"] = [hline(1.0, dash="dash", color="black")]
     layout["yaxis"]["range"] = [0, max(1.3, float(stats.sample_row_sums.max()) * 1.15)]
     layout["xaxis"]["dtick"] = 1
     if training:
@@ -529,130 +504,9 @@ def row_sums_chart(stats, training: bool) -> Chart:
     return Chart(go.Figure(traces, layout), caption)
 
 
-# ---------------------------------------------------------------- check yourself
-# Questions and explanations for the page's "predict, then reveal" exercises. Every
-# number in them is computed by the page with attn_core and passed in.
-
-SHIFT_OR_SCALE = ("Only adding c", "Only multiplying by c", "Both", "Neither")
-NAIVE_OUTCOMES = {
-    "works": "Finite weights, the same as the stable softmax gives",
-    "overflow": "NaN: some e^s overflows to inf, and inf ÷ inf is NaN",
-    "underflow": "NaN: every e^s underflows to 0, and 0 ÷ 0 is NaN",
-}
+# ---------------------------------------------------------------- numbers in sentences
 
 
 def fmt_list(xs, digits: int = 3) -> str:
     """[0, 0, NaN]: a short list of numbers for a sentence."""
     return "[" + ", ".join(fmt(float(x), digits) for x in xs) + "]"
-
-
-_list = fmt_list
-
-
-def shift_or_scale_answer(add_change: float, mul_change: float, tol: float = 1e-9) -> str:
-    """The choice among SHIFT_OR_SCALE that the computed changes point to."""
-    return {
-        (True, False): "Only adding c",
-        (False, True): "Only multiplying by c",
-        (True, True): "Both",
-        (False, False): "Neither",
-    }[(add_change > tol, mul_change > tol)]
-
-
-def shift_or_scale_question(names, scores, c: float) -> str:
-    pairs = ", ".join(f"{n}: {s:.3g}" for n, s in zip(names, scores, strict=True))
-    return (
-        f"The scores of your worked example (the Example step) are {pairs}. Which of these changes "
-        f"the attention weights: **adding c = {c:g}** to every score, or **multiplying** every "
-        f"score by c = {c:g}?"
-    )
-
-
-def shift_or_scale_truth(r) -> str:
-    top = int(np.argmax(to_numpy(r.weights)))
-    return (
-        f"Largest change in any weight: {r.add_change:.1e} from adding, {r.mul_change:.3g} from "
-        f"multiplying (the largest weight goes from {float(r.weights[top]):.3f} to "
-        f"{float(r.multiplied[top]):.3f})."
-    )
-
-
-def shift_or_scale_why(c: float) -> str:
-    return (
-        f"Adding c multiplies every e^s by the same factor e^c, which cancels between each "
-        "numerator and the sum: softmax only sees the *gaps* between scores, and a shift leaves "
-        f"every gap as it was. Multiplying by c stretches every gap {c:g}-fold — exactly a "
-        f"temperature of τ = 1/c = {1 / c:.3g} — so the weights sharpen toward the largest "
-        "score. (If all the scores are equal there is no gap to stretch, and neither changes "
-        "anything.) This is why the √d_k correction is a division: only a change of scale "
-        "decides how peaked attention is; a change of level never does."
-    )
-
-
-def stability_question(scores, dtype: str) -> str:
-    return (
-        f"In **{dtype}**, a naive softmax — `exp(s) / exp(s).sum()`, without subtracting the "
-        f"largest score first — is given the scores s = {_list(scores, 4)}. What comes out?"
-    )
-
-
-def naive_weights_text(demo) -> str:
-    """What the naive softmax gave: the figure the stability question turns on."""
-    return f"naive weights {_list(demo.naive)}"
-
-
-def stability_truth(demo, asked) -> str:
-    stored = ""
-    if any(abs(a - b) > 1e-3 for a, b in zip(demo.scores, asked, strict=True)):  # not float32's
-        stored = f" ({demo.limits.dtype} stores the scores as {_list(demo.scores, 5)}.)"
-    return (
-        f"Computed in {demo.limits.dtype}: {naive_weights_text(demo)}, stable weights "
-        f"{_list(demo.stable)}.{stored}"
-    )
-
-
-def stability_why(demo, outcome: str, others: dict) -> str:
-    """`others`: ExpLimits of float16, float32 and bfloat16 by name, for the comparison."""
-    lim, top = demo.limits, max(demo.scores)
-    f16, f32, bf16 = others["float16"], others["float32"], others["bfloat16"]
-    gaps = ", ".join(fmt(s - top, 3).replace("-", "−") for s in demo.scores)
-    situation = {
-        "works": f"The largest score, {top:g}, lies inside that band, so every e^s and their "
-        "sum can be stored and the shortcut happens to work — a few units further out and it "
-        "would not.",
-        "overflow": f"The largest score, {top:g}, is above the top edge, so its e^s is stored "
-        "as inf, the sum is inf too, and inf ÷ inf is NaN.",
-        "underflow": f"Even the largest score, {top:g}, is below the bottom edge, so every "
-        "e^s rounds to 0 and the division is 0 ÷ 0 = NaN.",
-    }[outcome]
-    return (
-        f"In {lim.dtype}, e^x is a finite, non-zero number only for x between about "
-        f"{lim.underflow_at:.2f} and {lim.overflow_at:.2f}. {situation} The band is set by the "
-        f"format's exponent bits: {lim.dtype} has {lim.exponent_bits} (float16 has "
-        f"{f16.exponent_bits}, hence its narrow band; bfloat16 keeps float32's "
-        f"{f32.exponent_bits} and with them nearly float32's range, but only "
-        f"{bf16.significant_bits} significant bits to float32's {f32.significant_bits}). The "
-        f"stable version subtracts the largest score first, so its exponents here are "
-        f"{gaps}, always inside the band, whatever the level of the scores."
-    )
-
-
-def dropout_question(p: float) -> str:
-    return (
-        f"Attention dropout with **p = {p:g}**, in training mode. Averaged over many random "
-        "draws, what does one row of the weights add up to after dropout?"
-    )
-
-
-def dropout_why(p: float, stats) -> str:
-    sums = to_numpy(stats.sample_row_sums)
-    return (
-        f"Each weight survives with probability 1 − p = {1 - p:g}, and a survivor is "
-        f"multiplied by 1/(1 − p) = {1 / (1 - p):.3g}, so on average it is unchanged: "
-        f"{1 - p:g} × {1 / (1 - p):.3g} = 1. Rows therefore add up to 1 on average — "
-        f"{float(to_numpy(stats.mean_row_sums).mean()):.3f} over these {stats.n_samples:,} "
-        f"draws — but not in any single draw: in the first one they range from "
-        f"{float(sums.min()):.3f} to {float(sums.max()):.3f}. The tempting answer, "
-        f"1 − p = {1 - p:g}, forgets that the survivors are scaled up; that scaling is what "
-        "lets the same model run without dropout at evaluation time."
-    )

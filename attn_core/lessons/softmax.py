@@ -119,6 +119,17 @@ class WorkedExample:
     v: torch.Tensor  # (T, d_v)
 
 
+def _parse_cells(columns: Sequence[str], cells: Sequence[Any], row: int | None) -> list[float]:
+    """One row of the table as numbers; a bad cell raises, naming its row and column."""
+    out = []
+    for name, cell in zip(columns, cells, strict=True):
+        try:
+            out.append(parse_number(cell))
+        except ValueError as e:
+            raise ExampleError(str(e), row=row, column=name, cell=cell) from None
+    return out
+
+
 def parse_example(
     q_cells: Sequence[Any],
     rows: Sequence[Sequence[Any]],
@@ -138,12 +149,7 @@ def parse_example(
         raise ExampleError(
             f"the table has {len(rows)} tokens; use {MIN_TOKENS} to {MAX_TOKENS} rows"
         )
-    q = []
-    for name, cell in zip(q_columns, q_cells, strict=True):
-        try:
-            q.append(parse_number(cell))
-        except ValueError as e:
-            raise ExampleError(str(e), row=None, column=name, cell=cell) from None
+    q = _parse_cells(q_columns, q_cells, row=None)
     columns = [*k_columns, *v_columns]
     table = []
     for i, row in enumerate(rows, start=1):
@@ -156,13 +162,7 @@ def parse_example(
                 "Masks page); here each entry must be a finite number",
                 row=i,
             )
-        parsed = []
-        for name, cell in zip(columns, row, strict=True):
-            try:
-                parsed.append(parse_number(cell))
-            except ValueError as e:
-                raise ExampleError(str(e), row=i, column=name, cell=cell) from None
-        table.append(parsed)
+        table.append(_parse_cells(columns, row, row=i))
     t = torch.tensor(table, dtype=F64)  # (T, d_k + d_v)
     return WorkedExample(q=torch.tensor(q, dtype=F64), k=t[:, :d_k], v=t[:, d_k:])
 

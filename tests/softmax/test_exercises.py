@@ -7,11 +7,15 @@ import torch
 
 import attn_core
 from attn_core.lessons.softmax import softmax_quiz
-from figures import softmax as fs
+from tests.softmax.test_claims import exp_edge
 from tests.support.apptest import no_exception, reveal, run_page, verdicts
+from ui.content import Words
 
 PAGE = "pages/softmax.py"
 F64 = torch.float64
+W = Words("softmax")
+SHIFT_OR_SCALE = W.choices("exercise.scale.choices")
+NAIVE_OUTCOMES = W.choices("exercise.naive.choices")
 
 
 def example_scores(example="lesson"):
@@ -29,12 +33,14 @@ def expected(quiz=0, example="lesson"):
     w = torch.softmax(s, -1)
     added = (torch.softmax(s + z.c, -1) - w).abs().max() > 1e-9
     multiplied = (torch.softmax(s * z.c, -1) - w).abs().max() > 1e-9
-    scale = {
-        (True, False): "Only adding c",
-        (False, True): "Only multiplying by c",
-        (True, True): "Both",
-        (False, False): "Neither",
-    }[(bool(added), bool(multiplied))]
+    scale = SHIFT_OR_SCALE[
+        {
+            (True, False): "add",
+            (False, True): "multiply",
+            (True, True): "both",
+            (False, False): "neither",
+        }[(bool(added), bool(multiplied))]
+    ]
     demo = attn_core.stability_demo(z.scores, z.dtype)
     if (
         all(math.isfinite(x) for x in demo.naive)
@@ -46,9 +52,7 @@ def expected(quiz=0, example="lesson"):
     else:
         naive = "underflow"
     d = attn_core.dropout_stats(z.dropout_p, True, quiz)
-    return dict(
-        z=z, scale=scale, naive=fs.NAIVE_OUTCOMES[naive], mean=float(d.mean_row_sums.mean())
-    )
+    return dict(z=z, scale=scale, naive=NAIVE_OUTCOMES[naive], mean=float(d.mean_row_sums.mean()))
 
 
 def keys(quiz, scores):
@@ -74,8 +78,8 @@ def test_three_questions_appear_unrevealed(at0):
     assert f"In **{z.dtype}**, a naive softmax" in t
     assert f"Attention dropout with **p = {z.dropout_p:g}**" in t
     scale_key, naive_key, _ = keys(0, example_scores())
-    assert at0.radio(key=f"pick-{scale_key}").options == list(fs.SHIFT_OR_SCALE)
-    assert at0.radio(key=f"pick-{naive_key}").options == list(fs.NAIVE_OUTCOMES.values())
+    assert at0.radio(key=f"pick-{scale_key}").options == list(SHIFT_OR_SCALE.values())
+    assert at0.radio(key=f"pick-{naive_key}").options == list(NAIVE_OUTCOMES.values())
     assert verdicts(at0) == ([], [])
 
 
@@ -83,13 +87,13 @@ def test_right_and_wrong_answers_are_judged_against_attn_core(at0):
     e = expected(0)
     scale_key, naive_key, drop_key = keys(0, example_scores())
     # right: adding changes nothing, multiplying sharpens (the lesson's scores differ)
-    assert e["scale"] == "Only multiplying by c"
+    assert e["scale"] == SHIFT_OR_SCALE["multiply"]
     at0.radio(key=f"pick-{scale_key}").set_value(e["scale"])
     reveal(at0, scale_key)
     ok, bad = verdicts(at0)
     assert len(ok) == 1 and ok[0].startswith(f"Right: **{e['scale']}**") and not bad
     # wrong: the error names the computed outcome of the naive softmax
-    pick = next(c for c in fs.NAIVE_OUTCOMES.values() if c != e["naive"])
+    pick = next(c for c in NAIVE_OUTCOMES.values() if c != e["naive"])
     at0.radio(key=f"pick-{naive_key}").set_value(pick)
     reveal(at0, naive_key)
     _, bad = verdicts(at0)
@@ -131,7 +135,7 @@ def test_the_scale_question_follows_the_worked_example():
     e = expected(5, "peaked")
     scale_key, _, _ = keys(5, s)
     assert "t4:" in text(at)  # the peaked example has four tokens
-    at.radio(key=f"pick-{scale_key}").set_value("Neither")
+    at.radio(key=f"pick-{scale_key}").set_value(SHIFT_OR_SCALE["neither"])
     reveal(at, scale_key)
     _, bad = verdicts(at)
     assert len(bad) == 1 and f"**{e['scale']}**" in bad[0]
@@ -149,7 +153,30 @@ def test_the_scale_question_follows_the_worked_example():
     no_exception(at)
     assert verdicts(at) == ([], [])  # a new instance: the old reveal is gone
     (radio,) = [r for r in at.radio if r.key.startswith("pick-softmax-scale-")]
-    radio.set_value("Neither")
+    radio.set_value(SHIFT_OR_SCALE["neither"])
     reveal(at, radio.key.removeprefix("pick-"))
     ok, _ = verdicts(at)
-    assert len(ok) == 1 and ok[0].startswith("Right: **Neither**")
+    assert len(ok) == 1 and ok[0].startswith(f"Right: **{SHIFT_OR_SCALE['neither']}**")
+
+
+def test_stability_why_numbers_come_from_the_formats():
+    """The naive question's explanation, on a float16 question where every e^s underflows."""
+    quiz = next(
+        q
+        for q in range(200)
+        if expected(q)["z"].dtype == "float16"
+        and expected(q)["naive"] == NAIVE_OUTCOMES["underflow"]
+    )
+    at = run_page(PAGE, step="Check yourself", quiz=str(quiz))
+    no_exception(at)
+    _, naive_key, _ = keys(quiz, example_scores())
+    at.radio(key=f"pick-{naive_key}").set_value(NAIVE_OUTCOMES["underflow"])
+    reveal(at, naive_key)
+    why = text(at)
+    assert f"{exp_edge(torch.float16, True):.2f} and {exp_edge(torch.float16, False):.2f}" in why
+    bits = {
+        d: 1 - round(math.log2(torch.finfo(getattr(torch, d)).eps)) for d in ("bfloat16", "float32")
+    }
+    assert f"only {bits['bfloat16']} significant bits to float32's {bits['float32']}" in why
+    assert "has 5 (float16 has 5" in why and "float32's 8" in why
+    assert "−2, −1, 0" in why

@@ -6,20 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from attn_core import (
-    DTYPES,
-    SOFTMAX_EXAMPLES,
-    STABILITY_SCORES,
-    convex_hull,
-    dropout_stats,
-    exp_limits,
-    parse_example,
-    shifted_weights,
-    softmax_steps,
-    stability_demo,
-    sum_normalised_steps,
-    temperature_sweep,
-)
+from attn_core import DTYPES
+from attn_core.lessons import softmax as core
 from figures import Chart
 from figures import softmax as fs
 
@@ -28,8 +16,8 @@ NAMES = ["t1", "t2", "t3"]
 
 
 def example(name):
-    _, q, k, v = SOFTMAX_EXAMPLES[name]
-    return parse_example(q, [a + b for a, b in zip(k, v, strict=True)], **COLS)
+    _, q, k, v = core.SOFTMAX_EXAMPLES[name]
+    return core.parse_example(q, [a + b for a, b in zip(k, v, strict=True)], **COLS)
 
 
 def check(chart: Chart, title_part: str) -> None:
@@ -41,27 +29,27 @@ def check(chart: Chart, title_part: str) -> None:
 
 def test_steps_bars_has_one_panel_per_step():
     ex = example("lesson")
-    c = fs.steps_bars(NAMES, softmax_steps(ex), d_k=3)
+    c = fs.steps_bars(NAMES, core.softmax_steps(ex), d_k=3)
     check(c, "step by step")
     assert [t.type for t in c.fig.data] == ["bar"] * 4
     assert [t.xaxis for t in c.fig.data] == ["x", "x2", "x3", "x4"]
     assert c.fig.layout.xaxis4.title.text == "token"
-    np.testing.assert_allclose(c.fig.data[3].y, softmax_steps(ex).weights, rtol=1e-6)
+    np.testing.assert_allclose(c.fig.data[3].y, core.softmax_steps(ex).weights, rtol=1e-6)
     titles = [a.text for a in c.fig.layout.annotations]
     assert any("e^s" in t for t in titles)
-    sumnorm = fs.steps_bars(NAMES, sum_normalised_steps(example("negative")), d_k=3)
+    sumnorm = fs.steps_bars(NAMES, core.sum_normalised_steps(example("negative")), d_k=3)
     assert len(sumnorm.fig.data) == 3 and "negative" in sumnorm.caption
     ex = example("negative")
     raw = ex.k @ ex.q  # (T,)
     w = raw / raw.sum()
     assert f"here t1 ({float(w[0]):.3g})" in sumnorm.caption
     assert f"add up to {float(w[w >= 0].sum()):.3g} to compensate" in sumnorm.caption
-    plain = fs.steps_bars(NAMES, sum_normalised_steps(example("lesson")), d_k=3)
+    plain = fs.steps_bars(NAMES, core.sum_normalised_steps(example("lesson")), d_k=3)
     assert "None is negative here" in plain.caption  # lesson scores 0, 3.7, 2.5
 
 
 def test_steps_table_lists_every_intermediate():
-    t = fs.steps_table(NAMES, softmax_steps(example("lesson")), d_k=3)
+    t = fs.steps_table(NAMES, core.softmax_steps(example("lesson")), d_k=3)
     assert list(t) == ["step", *NAMES, "sum"]
     assert t["step"][0] == "q · k" and "e^s" in t["step"][2]
     assert t["t1"][0] == "0" and t["t2"][0] == "3.7"
@@ -70,8 +58,8 @@ def test_steps_table_lists_every_intermediate():
 
 def test_hull_plot_draws_hull_values_mean_and_output():
     ex = example("lesson")
-    s = softmax_steps(ex)
-    c = fs.hull_plot(NAMES, ex.v.numpy(), convex_hull(ex.v).numpy(), s)
+    s = core.softmax_steps(ex)
+    c = fs.hull_plot(NAMES, ex.v.numpy(), core.convex_hull(ex.v).numpy(), s)
     check(c, "output")
     types = [(t.type, t.fill, t.name) for t in c.fig.data]
     assert types[0][1] == "toself"
@@ -82,17 +70,17 @@ def test_hull_plot_draws_hull_values_mean_and_output():
     out = fs.hull_plot(
         NAMES,
         neg.v,
-        convex_hull(neg.v),
-        sum_normalised_steps(neg),
-        other_output=softmax_steps(neg).output,
+        core.convex_hull(neg.v),
+        core.sum_normalised_steps(neg),
+        other_output=core.softmax_steps(neg).output,
         other_label="softmax",
     )
     assert "LEFT the hull" in out.caption and len(out.fig.data) == 5
 
 
 def test_shift_figure_and_table():
-    s = softmax_steps(example("lesson")).scores
-    w, w_c = shifted_weights(s, 7.5)
+    s = core.softmax_steps(example("lesson")).scores
+    w, w_c = core.shifted_weights(s, 7.5)
     c = fs.shift_bars(NAMES, s.numpy(), 7.5, w.numpy(), w_c.numpy())
     check(c, "c = 7.5")
     assert len(c.fig.data) == 4 and {t.type for t in c.fig.data} == {"bar"}
@@ -104,7 +92,7 @@ def test_shift_figure_and_table():
 
 @pytest.mark.parametrize("offset", [0, -14])
 def test_naive_vs_stable_marks_nan(offset):
-    r = stability_demo([s + offset for s in STABILITY_SCORES], "float32")
+    r = core.stability_demo([s + offset for s in core.STABILITY_SCORES], "float32")
     c = fs.naive_vs_stable(r)
     check(c, "float32")
     naive, stable = c.fig.data
@@ -117,14 +105,14 @@ def test_naive_vs_stable_marks_nan(offset):
 
 
 def test_exp_range_has_a_band_per_precision_and_the_scores():
-    limits = [exp_limits(d) for d in DTYPES]
+    limits = [core.exp_limits(d) for d in DTYPES]
     c = fs.exp_range(limits, [100.0, 101.0, 102.0], "float16")
     check(c, "finite")
     bars = [t for t in c.fig.data if t.type == "bar"]
     assert len(bars) == 4 and c.fig.data[-1].type == "scatter"
     f16 = next(b for b in bars if b.y[0].startswith("float16"))
-    assert f16.base[0] == pytest.approx(exp_limits("float16").underflow_at)
-    assert f16.base[0] + f16.x[0] == pytest.approx(exp_limits("float16").overflow_at)
+    assert f16.base[0] == pytest.approx(core.exp_limits("float16").underflow_at)
+    assert f16.base[0] + f16.x[0] == pytest.approx(core.exp_limits("float16").overflow_at)
     assert c.fig.data[-1].y[0].startswith("float16")
 
 
@@ -147,29 +135,18 @@ def _edge(dt, zero: bool) -> float:
 
 
 def test_exp_range_caption_states_the_narrowest_band_as_torch_exp_finds_it():
-    c = fs.exp_range([exp_limits(d) for d in DTYPES], [100.0, 101.0, 102.0], "float32")
+    c = fs.exp_range([core.exp_limits(d) for d in DTYPES], [100.0, 101.0, 102.0], "float32")
     lo, hi = _edge(torch.float16, True), _edge(torch.float16, False)
     assert f"float16's band is the narrowest: {lo:.2f} to {hi:.2f}" in c.caption
     fi = torch.finfo(torch.float16)
     assert lo < math.log(fi.smallest_normal * fi.eps) - 0.5  # not the old ln(tiny)
 
 
-def test_stability_why_numbers_come_from_the_formats():
-    others = {d: exp_limits(d) for d in DTYPES}
-    demo = stability_demo([-20.5, -19.5, -18.5], "float16")
-    why = fs.stability_why(demo, "underflow", others)
-    assert f"{_edge(torch.float16, True):.2f} and {_edge(torch.float16, False):.2f}" in why
-    bits = {d: 1 - round(math.log2(torch.finfo(DTYPES[d]).eps)) for d in ("bfloat16", "float32")}
-    assert f"only {bits['bfloat16']} significant bits to float32's {bits['float32']}" in why
-    assert "has 5 (float16 has 5" in why and "float32's 8" in why
-    assert "−2, −1, 0" in why
-
-
 def test_temperature_figures():
-    s = softmax_steps(example("lesson")).scores
-    sw = temperature_sweep(s, torch.logspace(-2, 2, 41, dtype=torch.float64))
-    now = temperature_sweep(s, torch.tensor([0.2], dtype=torch.float64))
-    one = temperature_sweep(s, torch.tensor([1.0], dtype=torch.float64))
+    s = core.softmax_steps(example("lesson")).scores
+    sw = core.temperature_sweep(s, torch.logspace(-2, 2, 41, dtype=torch.float64))
+    now = core.temperature_sweep(s, torch.tensor([0.2], dtype=torch.float64))
+    one = core.temperature_sweep(s, torch.tensor([1.0], dtype=torch.float64))
     bars = fs.temperature_bars(NAMES, now.weights[0], one.weights[0], 0.2)
     check(bars, "τ = 0.2")
     assert len(bars.fig.data) == 2
@@ -182,7 +159,7 @@ def test_temperature_figures():
 
 @pytest.mark.parametrize("training", [True, False])
 def test_dropout_figures(training):
-    d = dropout_stats(0.2, training, 0, n_samples=20)
+    d = core.dropout_stats(0.2, training, 0, n_samples=20)
     h = fs.dropout_heatmap(d.sample, training, 0.2)
     check(h, "dropout")
     assert h.fig.data[0].type == "heatmap" and np.asarray(h.fig.data[0].z).shape == (8, 8)
