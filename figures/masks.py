@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,12 +10,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import weights_heatmap
-from .style import NUM_FMT, OKABE_ITO, Chart, base_layout, heatmap, line_layout, to_numpy
+from .parts import BLUE, GREEN, ORANGE, SKY, VERMILION, fmt_value
+from .style import NUM_FMT, Chart, base_layout, heatmap, line_layout, to_numpy
 
 BLOCKED = "#DDDDDD"  # light grey: a cell the mask forbids
-ALLOWED = OKABE_ITO[0]  # blue
-WRONG_OPEN = OKABE_ITO[3]  # vermillion: the bug lets this query read padding
-WRONG_SHUT = OKABE_ITO[1]  # orange: the bug hides a real key
+ALLOWED = BLUE
+WRONG_OPEN = VERMILION  # the bug lets this query read padding
+WRONG_SHUT = ORANGE  # the bug hides a real key
 MARK = "rgba(255,255,255,0.75)"  # the × drawn on forbidden cells
 CELL_TEXT_MAX = 8  # per-cell numbers up to 8 x 8: the page shows two maps side by side
 
@@ -49,6 +49,33 @@ def query_labels(keep: np.ndarray) -> list[str]:
     """Query tick labels; a row with no allowed key gets '∅' beside its number."""
     empty = ~np.asarray(keep, dtype=bool).any(-1)
     return [f"{i} ∅" if e else str(i) for i, e in enumerate(empty)]
+
+
+def _click_layer(T_q: int, T_k: int, height: int) -> go.Scatter:
+    """An invisible point on every cell centre: a click reports x (key) and y (query)."""
+    jj, ii = np.meshgrid(np.arange(T_k), np.arange(T_q))
+    return go.Scatter(
+        x=jj.ravel().astype(np.float32),
+        y=ii.ravel().astype(np.float32),
+        mode="markers",
+        marker=dict(symbol="square", size=_marker_px(max(T_q, T_k), height), color="rgba(0,0,0,0)"),
+        selected=dict(marker=dict(color="rgba(0,0,0,0)")),
+        unselected=dict(marker=dict(opacity=1)),
+        hovertemplate="click to flip query %{y}, key %{x}<extra></extra>",
+        showlegend=False,
+        name="cells",
+    )
+
+
+def _mask_axes(layout: dict, keep: np.ndarray) -> None:
+    """Query ticks with '∅' on empty rows (thinned past 16 rows), key ticks per cell."""
+    T_q, T_k = keep.shape
+    labels = query_labels(keep)
+    layout["yaxis"].update(autorange="reversed", **_grid_ticks(T_q, labels))
+    layout["xaxis"].update(**_grid_ticks(T_k))
+    if T_q > 16:  # '∅' labels only where rows are empty; plain numbers are too dense
+        vals = [i for i in range(T_q) if i % 4 == 0 or labels[i].endswith("∅")]
+        layout["yaxis"].update(tickmode="array", tickvals=vals, ticktext=[labels[i] for i in vals])
 
 
 def mask_chart(
@@ -84,29 +111,9 @@ def mask_chart(
         )
     )
     if clickable:
-        jj, ii = np.meshgrid(np.arange(T_k), np.arange(T_q))
-        fig.add_trace(
-            go.Scatter(  # the click reports x (key) and y (query) back to the page
-                x=jj.ravel().astype(np.float32),
-                y=ii.ravel().astype(np.float32),
-                mode="markers",
-                marker=dict(
-                    symbol="square", size=_marker_px(max(T_q, T_k), height), color="rgba(0,0,0,0)"
-                ),
-                selected=dict(marker=dict(color="rgba(0,0,0,0)")),
-                unselected=dict(marker=dict(opacity=1)),
-                hovertemplate="click to flip query %{y}, key %{x}<extra></extra>",
-                showlegend=False,
-                name="cells",
-            )
-        )
+        fig.add_trace(_click_layer(T_q, T_k, height))
     layout = base_layout(title, x_title, y_title, height=height)
-    layout["yaxis"].update(autorange="reversed", **_grid_ticks(T_q, query_labels(keep)))
-    layout["xaxis"].update(**_grid_ticks(T_k))
-    if T_q > 16:  # '∅' labels only where rows are empty; plain numbers are too dense
-        labels = query_labels(keep)
-        vals = [i for i in range(T_q) if i % 4 == 0 or labels[i].endswith("∅")]
-        layout["yaxis"].update(tickmode="array", tickvals=vals, ticktext=[labels[i] for i in vals])
+    _mask_axes(layout, keep)
     if clickable:
         layout["dragmode"] = False  # a click must select a cell, not start a zoom box
     fig.update_layout(**layout)
@@ -164,15 +171,6 @@ def _forbidden_marks(fig: go.Figure, forbidden: np.ndarray, n: int, height: int)
             showlegend=False,
         )
     )
-
-
-def fmt_value(x: float) -> str:
-    """−inf, −1e+04, −6.55e+04 …: short and honest about infinities."""
-    if math.isinf(x):
-        return "−inf" if x < 0 else "inf"
-    if math.isnan(x):
-        return "NaN"
-    return f"{x:.3g}".replace("-", "−")
 
 
 def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, height: int = 400):
@@ -265,12 +263,7 @@ def weights_chart(
     return Chart(fig, caption)
 
 
-VERDICT_COLORS = {
-    "ok": OKABE_ITO[2],
-    "reads": OKABE_ITO[5],
-    "leak": OKABE_ITO[1],
-    "nan": OKABE_ITO[3],
-}
+VERDICT_COLORS = {"ok": GREEN, "reads": SKY, "leak": ORANGE, "nan": VERMILION}
 VERDICT_NAMES = {
     "ok": "exact",
     "reads": "empty row reads forbidden keys",
@@ -279,12 +272,8 @@ VERDICT_NAMES = {
 }
 
 
-def fill_grid(
-    outcomes: Sequence[Any], *, fill: str, dtype: str, fill_labels: dict | None = None
-) -> Chart:
-    """Every fill × every precision for the current mask and logit size, one word per cell."""
-    fills = list(dict.fromkeys(o.fill for o in outcomes))
-    dtypes = list(dict.fromkeys(o.dtype for o in outcomes))
+def _fill_cells(outcomes: Sequence[Any], fills: list, dtypes: list):
+    """(verdict codes, cell words) of the fill × precision grid."""
     codes = list(VERDICT_COLORS)
     z = np.zeros((len(fills), len(dtypes)), dtype=np.float32)
     text = np.empty(z.shape, dtype=object)
@@ -298,7 +287,36 @@ def fill_grid(
             "nan": f"NaN in {o.nan_rows} row{'s' * (o.nan_rows != 1)}",
         }[o.verdict]
         text[i, j] = f"{detail}<br>stored {fmt_value(o.stored)}"
-    n = len(codes)
+    return z, text
+
+
+def _verdict_key() -> list[go.Scatter]:
+    """The colour key, on the chart as a legend: one empty square marker per verdict."""
+    return [
+        go.Scatter(
+            x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+            marker=dict(symbol="square", size=14, color=VERDICT_COLORS[code]),
+        )
+        for code, name in VERDICT_NAMES.items()
+    ]  # fmt: skip
+
+
+def _frame(i: int, j: int) -> dict:
+    """The black frame around cell (i, j): the current choice."""
+    return dict(
+        type="rect", x0=j - 0.5, x1=j + 0.5, y0=i - 0.5, y1=i + 0.5,
+        line=dict(color="#000000", width=3),
+    )  # fmt: skip
+
+
+def fill_grid(
+    outcomes: Sequence[Any], *, fill: str, dtype: str, fill_labels: dict | None = None
+) -> Chart:
+    """Every fill × every precision for the current mask and logit size, one word per cell."""
+    fills = list(dict.fromkeys(o.fill for o in outcomes))
+    dtypes = list(dict.fromkeys(o.dtype for o in outcomes))
+    z, text = _fill_cells(outcomes, fills, dtypes)
+    n = len(VERDICT_COLORS)
     fig = go.Figure(
         go.Heatmap(
             z=z,
@@ -315,13 +333,7 @@ def fill_grid(
             showlegend=False,
         )
     )
-    for code, name in VERDICT_NAMES.items():  # the colour key, on the chart as a legend
-        fig.add_trace(
-            go.Scatter(
-                x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
-                marker=dict(symbol="square", size=14, color=VERDICT_COLORS[code]),
-            )
-        )  # fmt: skip
+    fig.add_traces(_verdict_key())
     layout = base_layout("What each fill does, in each precision", "precision", "fill value")
     layout["legend"] = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0.0)
     layout["margin"] = dict(layout["margin"], b=70)  # room for the key under the axis title
@@ -334,15 +346,7 @@ def fill_grid(
     layout["xaxis"].update(tickmode="array", tickvals=list(range(len(dtypes))), ticktext=dtypes)
     fig.update_layout(**layout)
     if fill in fills and dtype in dtypes:
-        i, j = fills.index(fill), dtypes.index(dtype)
-        fig.add_shape(
-            type="rect",
-            x0=j - 0.5,
-            x1=j + 0.5,
-            y0=i - 0.5,
-            y1=i + 0.5,
-            line=dict(color="#000000", width=3),
-        )
+        fig.add_shape(**_frame(fills.index(fill), dtypes.index(dtype)))
     caption = (
         "The same mask and logits through a plain softmax, for every fill and precision; the "
         "black frame is your current choice; the key below the grid names the colours (sky "
@@ -550,7 +554,7 @@ def causal_cost_chart(cost: Any) -> Chart:
         go.Bar(
             x=names,
             y=ms,
-            marker_color=[OKABE_ITO[2], OKABE_ITO[1]],
+            marker_color=[GREEN, ORANGE],
             text=[f"{m:.3g} ms" for m in ms],
             textposition="outside",
             hovertemplate="%{x}<br>%{y:.3g} ms per call<extra></extra>",

@@ -1,6 +1,7 @@
 """Masks: every mask shape, what the fill value does, and the broadcast that fails silently."""
 
 import zlib
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -8,62 +9,122 @@ import streamlit as st
 import torch
 
 import ui
-from attn_core import (
-    DTYPES,
-    FILLS,
-    MASK_KINDS,
-    apply_fill,
-    batch_lengths,
-    broadcast_lab,
-    build_mask,
-    causal_cost,
-    cross_attention_demo,
-    demo_qkv,
-    empty_rows,
-    fill_outcomes,
-    fit_segments,
-    parse_custom,
-    parse_lengths,
-    replace_fill_error,
-    stored_fill,
-    toggle_cell,
-)
-from attn_core.lessons.masks import broadcast_verdict, empty_row_weights, min_fill_overflow
+from attn_core import DTYPES
+from attn_core.lessons import masks as core
 from figures import masks as fig
+from figures.parts import fmt_value
 from ui.chrome import PLOTLY_CONFIG
 
 FILE = "pages/masks.py"
-CAPTIONS = {
-    "none": "Every query reads every key: an encoder with no padding.",
-    "causal": "Row i may read keys 0…i: no peeking at tokens that come later.",
-    "padding": "This example's filler keys (past its length) are blocked for every query.",
-    "sliding-window": "A causal band: each query reads its last `window` keys, itself included.",
-    "prefix-LM": "The prefix reads itself both ways; the rest is causal and reads the prefix.",
-    "block-diagonal": "Packed documents: a token reads its own segment only, not a neighbour's.",
-    "custom": "Starts from causal; every listed cell is flipped. ∅ marks a row with no key.",
-}
+W = ui.Words("masks")
+STEPS = ui.lesson("masks").steps
 CUSTOM_CHARS = 3000
 LENGTHS = "5,3,7"
 LEAK_FILL, LEAK_SIZE = "-1e4", 10000.0  # the leak suggestion: a small fill, large logits
 T_Q = 6  # the default query length, and the default batch size of the broadcasting bug
-STEPS = ("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost")
 LENGTH_KINDS = ("padding", "block-diagonal")  # the masks built from the lengths per example
-# the sidebar's controls; each step's own controls show their notes inside the step
-MAIN_CONTROLS = ("mask", "tokens", "window", "prefix", "lengths", "causal", "custom", "example",
-                 "fill", "dtype", "logit_size")  # fmt: skip
+BUG_CODE = (
+    "keep = torch.arange(T_k) < lengths[:, None]   # (B, T_k): looks harmless\n"
+    "scores.masked_fill(~keep, float('-inf'))       # scores: (B, h, T_q, T_k)\n"
+    "# broadcasting lines shapes up from the right: keep acts as (1, 1, B, T_k)"
+)
+DIFF_HELP = "Largest |plain output − safe output| over the rows that are not NaN."
+FILL_HELP = (
+    "finfo.min is the precision's most negative finite number, e.g. "
+    f"{torch.finfo(torch.float16).min:,.0f} in float16."
+).replace("-", "−")
+LEAK_HELP = "Weight that a row with allowed keys puts on forbidden ones (empty rows excluded)."
+BCAST_SHOWN = {"raises": "RuntimeError", "right": "no error", "wrong": "no error"}  # after it
+
+
+@dataclass(frozen=True)
+class MaskSpec:
+    """One mask: its kind, T and build_mask's options as sorted (name, value) pairs."""
+
+    kind: str
+    T: int
+    opts: tuple = ()
+
+    def build(self, device=None) -> torch.Tensor:
+        return core.build_mask(self.kind, self.T, **dict(self.opts), device=device)  # (B, T, T)
+
+
+@dataclass(frozen=True)
+class View:
+    """What the mask, weights and fill views are computed from."""
+
+    spec: MaskSpec
+    fill: str
+    dtype: str
+    logit_size: float
+    example: int
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The sidebar's controls, read by every step."""
+
+    spec: MaskSpec
+    lengths: tuple[int, ...]  # per example, each in [1, T]
+    example: int
+    fill: str
+    dtype: str
+    logit_size: float
+    custom: str = ""  # the flipped cells' text (custom mask only)
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def T(self) -> int:
+        return self.spec.T
+
+    @property
+    def view(self) -> View:
+        return View(self.spec, self.fill, self.dtype, self.logit_size, self.example)
 
 
 def quote(x) -> str:
     return f"`{ui.safe_text(x, 20)}`"
 
 
+def quoted(items) -> str:
+    """The user's first five items, each quoted safely, and `…` when there were more."""
+    head = ", ".join(quote(x) for x in list(items)[:5])
+    return head + (" …" if len(items) > 5 else "")
+
+
+def length_notes(p: core.ParsedLengths, T: int) -> list[str]:
+    """One sentence per kind of repair parse_lengths made, in content/masks.md's words."""
+    fields = {
+        "non_numeric": lambda: dict(items=quoted(p.non_numeric)),
+        "too_long": lambda: dict(items=quoted(p.too_long), T=T),
+        "not_positive": lambda: dict(items=quoted(p.not_positive)),
+        "dropped_extra": lambda: dict(most=core.MAX_EXAMPLES, n=p.dropped_extra),
+        "used_default": lambda: dict(lengths=", ".join(map(str, p.lengths))),
+    }
+    return [W(f"note.lengths.{k}", **kw()) for k, kw in fields.items() if getattr(p, k)]
+
+
+def cell_notes(p: core.ParsedCells, T: int) -> list[str]:
+    """One sentence per kind of custom cell that parse_custom ignored."""
+    fields = {"bad": {}, "outside": dict(T=T)}
+    return [
+        W(f"note.custom.{k}", items=quoted(getattr(p, k)), **kw)
+        for k, kw in fields.items()
+        if getattr(p, k)
+    ]
+
+
 @st.cache_data(max_entries=48, show_spinner=False)
-def main_view(spec: tuple, fill: str, dtype: str, logit_size: float, example: int) -> dict:
+def main_view(v: View) -> dict:
     """Mask, filled logits, plain and safe weights of one batch element, as numpy."""
-    keep = build_mask(spec[0], spec[1], **dict(spec[2]), device=ui.device())  # (B, T, T)
-    q, k, v = demo_qkv(keep.shape[0], spec[1], spec[1], device=ui.device())
-    r = apply_fill(q, k, v, keep, fill, DTYPES[dtype], logit_size=logit_size)
-    b = min(example, keep.shape[0] - 1)
+    keep = v.spec.build(device=ui.device())  # (B, T, T)
+    T = v.spec.T
+    q, k, vv = core.demo_qkv(keep.shape[0], T, T, device=ui.device())
+    r = core.apply_fill(q, k, vv, keep, v.fill, DTYPES[v.dtype], logit_size=v.logit_size)
+    b = min(v.example, keep.shape[0] - 1)
     return dict(
         keep=keep[b].cpu().numpy(),
         logits=r.logits[b].double().cpu().numpy(),
@@ -72,7 +133,7 @@ def main_view(spec: tuple, fill: str, dtype: str, logit_size: float, example: in
         stored=r.stored,
         nan_rows=int(r.nan_rows[b].sum()),
         leak=r.max_leak,
-        empty=empty_rows(keep[b]),
+        empty=core.empty_rows(keep[b]),
         diff=float(r.out_diff[b].nan_to_num(0).max()),
         overflow=int(r.logits[b][keep[b]].isinf().sum()),  # scores already ±inf in dtype
         empty_nan=int((r.nan_rows[b] & r.empty[b]).sum()),  # empty rows the softmax made NaN
@@ -83,34 +144,36 @@ def main_view(spec: tuple, fill: str, dtype: str, logit_size: float, example: in
 
 
 @st.cache_data(max_entries=24, show_spinner=False)
-def outcomes(spec: tuple, logit_size: float) -> list:
-    keep = build_mask(spec[0], spec[1], **dict(spec[2]))
-    q, k, v = demo_qkv(keep.shape[0], spec[1], spec[1])
-    return fill_outcomes(q, k, v, keep, DTYPES, logit_size=logit_size)
+def outcomes(spec: MaskSpec, logit_size: float) -> list:
+    keep = spec.build()
+    q, k, v = core.demo_qkv(keep.shape[0], spec.T, spec.T)
+    return core.fill_outcomes(q, k, v, keep, DTYPES, logit_size=logit_size)
 
 
 # Building a plotly figure costs ~30 ms; these caches hand back the same read-only Chart
 # objects (cache_resource: no pickling), bounded, keyed only by the controls they use.
 @st.cache_resource(max_entries=8, show_spinner=False)
-def mask_chart(spec: tuple, example: int):
-    kind = spec[0]
-    keep = build_mask(kind, spec[1], **dict(spec[2]))  # (B, T, T)
+def mask_chart(spec: MaskSpec, example: int):
+    keep = spec.build()  # (B, T, T)
     keep = keep[min(example, keep.shape[0] - 1)].numpy()
-    who = f" — example {example}" if kind == "padding" else ""
+    who = f" — example {example}" if spec.kind == "padding" else ""
     return fig.mask_chart(
-        keep, title=f"Mask: {kind}{who}", caption=CAPTIONS[kind], clickable=kind == "custom"
+        keep,
+        title=f"Mask: {spec.kind}{who}",
+        caption=W(f"caption.{spec.kind}"),
+        clickable=spec.kind == "custom",
     )
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def logits_chart(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
-    m = main_view(spec, fill, dtype, logit_size, example)
-    return fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=dtype)
+def logits_chart(v: View):
+    m = main_view(v)
+    return fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=v.dtype)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def weight_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example: int):
-    m = main_view(spec, fill, dtype, logit_size, example)
+def weight_charts(v: View):
+    m = main_view(v)
     return (
         fig.plain_weights_chart(m["weights"], m["keep"], nan_rows=m["nan_rows"]),
         fig.safe_weights_chart(m["safe"], m["keep"]),
@@ -118,13 +181,13 @@ def weight_charts(spec: tuple, fill: str, dtype: str, logit_size: float, example
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def fill_chart(spec: tuple, logit_size: float, fill: str, dtype: str):
+def fill_chart(spec: MaskSpec, logit_size: float, fill: str, dtype: str):
     return fig.fill_grid(outcomes(spec, logit_size), fill=fill, dtype=dtype)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
-    keep, w, used = cross_attention_demo(T_q, T, lengths, device=ui.device())
+    keep, w, used = core.cross_attention_demo(T_q, T, lengths, device=ui.device())
     b = min(example, len(used) - 1)
     return fig.cross_chart(
         w[b].float().cpu().numpy(), keep[b].cpu().numpy(), example=b, length=used[b], T_q=T_q, T_k=T
@@ -134,7 +197,7 @@ def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
 @st.cache_resource(max_entries=8, show_spinner=False)
 def bug_lab(batch: int, T_q: int, T: int, lengths: tuple, example: int):
     """The bug lab: its messages and (when the bare mask runs silently) its two charts."""
-    lab = broadcast_lab(batch, T_q, T, lengths)
+    lab = core.broadcast_lab(batch, T_q, T, lengths)
     charts = []
     if lab.wrong_keep is not None and batch > 1:
         ex = min(example, batch - 1)
@@ -153,7 +216,7 @@ def cost_view(T: int, show):
     device = ui.device()
     cost, _ = ui.jobs.shared(
         ui.jobs.results("masks-cost", 4), (T, str(device)),
-        lambda _job: ui.jobs.call(causal_cost, T, device=device), kind="timing",
+        lambda _job: ui.jobs.call(core.causal_cost, T, device=device), kind="timing",
         what=f"causal flag vs mask at T {T}", show=show,
     )  # fmt: skip
     return cost
@@ -164,53 +227,52 @@ def cost_view(T: int, show):
 # T_q, lengths); each exercise key holds all of them, so a new instance starts unrevealed.
 @st.cache_data(max_entries=32, show_spinner=False)
 def empty_row_truth(T: int, fill: str, dtype: str, logit_size: float) -> tuple[str, list]:
-    return empty_row_weights(T, fill, DTYPES[dtype], logit_size=logit_size)
+    return core.empty_row_weights(T, fill, DTYPES[dtype], logit_size=logit_size)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def broadcast_truth(n: int, T: int, lengths: tuple) -> tuple[str, int]:
-    return broadcast_verdict(n, n, T, lengths)
+    return core.broadcast_verdict(n, n, T, lengths)
 
 
-def empty_row_exercise(c: dict) -> bool:
-    T, fill, dtype, size = c["T"], c["fill"], c["dtype"], c["logit_size"]
+def empty_row_exercise(s: Settings) -> bool:
+    T, fill, dtype, size = s.T, s.fill, s.dtype, s.logit_size
     verdict, row = empty_row_truth(T, fill, dtype, size)
-    choices = dict(zip(("nan", "zeros", "spread"), EMPTY_CHOICES, strict=True))
+    choices = W.choices("exercise.empty.choices")
     shown = ", ".join(f"{x:.3g}" for x in row[:8]) + (", …" if len(row) > 8 else "")
+    stored = fmt_value(core.stored_fill(fill, DTYPES[dtype]))
     return ui.predict_choice(
         f"mask-empty-{T}-{fill}-{dtype}-{size:g}",
-        EMPTY_Q.format(T=T, fill=fill, dtype=dtype, size=f"{size:g}"),
+        W("exercise.empty.q", T=T, fill=fill, dtype=dtype, size=f"{size:g}"),
         list(choices.values()),
         choices[verdict],
-        EMPTY_WHY,
-        truth=f"Row 0 came out [{shown}]; {fill} is stored as "
-        f"{fig.fmt_value(stored_fill(fill, DTYPES[dtype]))} in {dtype}.",
+        W("exercise.empty.why"),
+        truth=W("exercise.empty.truth", shown=shown, fill=fill, stored=stored, dtype=dtype),
         secret=[f"[{shown}]"],  # and the fill grid, which waits for the reveal
     )
 
 
 def broadcast_exercises(n: int, T: int, given: tuple) -> bool:
     """The two questions about B = T_q = n; True once both are revealed."""
-    lengths = batch_lengths(given, n, T)  # what the batch of n examples holds
+    lengths = core.batch_lengths(given, n, T)  # what the batch of n examples holds
     verdict, wrong = broadcast_truth(n, T, given)
-    choices = dict(zip(("raises", "right", "wrong"), BCAST_CHOICES, strict=True))
+    choices = W.choices("exercise.bcast.choices")
     case = f"{n}-{T}-{'.'.join(map(str, given))}"
-    setting = BCAST_SETTING.format(n=n, T=T, lengths=", ".join(map(str, lengths)))
+    setting = W("exercise.bcast.setting", n=n, T=T, lengths=", ".join(map(str, lengths)))
     what = ui.predict_choice(
         f"mask-bcast-{case}",
-        setting + " Run the line above. What happens?",
+        W("exercise.bcast.q", setting=setting),
         list(choices.values()),
         choices[verdict],
-        BCAST_WHY,
-        truth=BCAST_TRUTH[verdict],
+        W("exercise.bcast.why"),
+        truth=W.choices("exercise.bcast.truth")[verdict],
         secret=[BCAST_SHOWN[verdict]],
     )
     many = ui.predict_number(
         f"mask-wrong-{case}",
-        setting + f" Of the {n} × {n} = {n * n} (example, query row) pairs, how many come "
-        "out different from the correct (B, 1, 1, T_k) mask?",
+        W("exercise.wrong.q", setting=setting, n=n, pairs=n * n),
         wrong,
-        WRONG_WHY,
+        W("exercise.wrong.why"),
         abs_tol=0.5,
         rel_tol=0.0,
         fmt="{:.0f}",
@@ -226,58 +288,82 @@ def flip_cell(grid_key: str, T: int) -> None:
     points = st.session_state[grid_key].selection.points
     if points:
         i, j = round(points[0]["y"]), round(points[0]["x"])  # y = query row, x = key column
-        cells = parse_custom(st.session_state.get("custom", ""), T).cells
-        text = toggle_cell(cells, i, j)
+        cells = core.parse_custom(st.session_state.get("custom", ""), T).cells
+        text = core.toggle_cell(cells, i, j)
         if len(text) <= CUSTOM_CHARS:  # past that the link would be refused: ignore the click
             st.session_state["custom"] = text
 
 
-def controls() -> dict:
+# ----------------------------------------------------------------------------- the controls
+def lengths_control(kind: str, T: int) -> tuple[int, ...]:
+    """The lengths per example, repaired to [1, T] (with a note), and which steps read them."""
+    raw = ui.text("lengths", "Lengths per example, e.g. 5,3,7", LENGTHS)
+    parsed = core.parse_lengths(raw, T)
+    for message in length_notes(parsed, T) if raw != LENGTHS else []:
+        ui.note(message)  # the default clipped to a small T is no mistake: no warning
+    lengths = tuple(parsed.lengths)
+    in_use = W("lengths.in_use", lengths=", ".join(map(str, lengths)), T=T)
+    readers = "" if kind in LENGTH_KINDS else " " + W("lengths.ignored", kind=kind)
+    st.caption(in_use + readers)
+    return lengths
+
+
+def mask_options(kind: str, T: int, lengths: tuple[int, ...]) -> tuple[dict, str]:
+    """build_mask's options for this kind (drawing their controls), and the custom cells."""
+    opts: dict = {}
+    custom = ""
+    if kind == "block-diagonal":
+        opts["segments_causal"] = ui.toggle("causal", "Causal inside each segment", False)
+        opts["lengths"] = tuple(core.fit_segments(lengths, T))
+    if kind == "padding":
+        opts["lengths"] = lengths
+    if kind == "custom":
+        custom = ui.text("custom", "Flipped cells (query-key)", "", max_chars=CUSTOM_CHARS)
+        cells = core.parse_custom(custom, T)
+        for message in cell_notes(cells, T):
+            ui.note(message)
+        opts["cells"] = tuple(sorted(cells.cells))
+    return opts, custom
+
+
+def shape_options(kind: str, T: int) -> dict:
+    """The window or prefix of the two masks that have one."""
+    opts: dict = {}
+    if kind == "sliding-window":
+        opts["window"] = ui.slider("window", "Window: keys each query sees", 1, 48, 3)
+    if kind == "prefix-LM":
+        opts["prefix"] = ui.slider("prefix", "Prefix length", 0, 48, 3)
+        if opts["prefix"] > T:
+            ui.note(W("note.prefix", prefix=opts["prefix"], T=T))
+            opts["prefix"] = T
+    return opts
+
+
+def controls() -> Settings:
     """The controls every step reads; a step's own controls sit inside that step."""
-    c: dict = {}
     with ui.controls_area():
         st.subheader("Mask")
         ui.used_by("step", STEPS, [s for s in STEPS if s != "Cost"])
-        c["kind"] = kind = ui.selectbox("mask", "Mask type", MASK_KINDS, "causal")
-        c["T"] = T = ui.slider("tokens", "Tokens T", 2, 48, 8)
-        opts: dict = {}
-        if kind == "sliding-window":
-            opts["window"] = ui.slider("window", "Window: keys each query sees", 1, 48, 3)
-        if kind == "prefix-LM":
-            opts["prefix"] = ui.slider("prefix", "Prefix length", 0, 48, 3)
-            if opts["prefix"] > T:
-                ui.note(f"A prefix of {opts['prefix']} is longer than T = {T}; using {T}.")
-                opts["prefix"] = T
-        raw = ui.text("lengths", "Lengths per example, e.g. 5,3,7", LENGTHS)
-        parsed = parse_lengths(raw, T)
-        for message in parsed.problems(T, quote) if raw != LENGTHS else []:
-            ui.note(message)  # the default clipped to a small T is no mistake: no warning
-        c["lengths"] = tuple(parsed.lengths)
-        readers = "" if kind in LENGTH_KINDS else (
-            f" The {kind} mask ignores them; the Cross attention and Broadcasting bug steps "
-            "read them."
-        )  # fmt: skip
-        st.caption(f"In use: {', '.join(map(str, c['lengths']))} (each at most T = {T}).{readers}")
-        if kind == "block-diagonal":
-            opts["segments_causal"] = ui.toggle("causal", "Causal inside each segment", False)
-            opts["lengths"] = tuple(fit_segments(c["lengths"], T))
-        if kind == "padding":
-            opts["lengths"] = c["lengths"]
-        if kind == "custom":
-            c["custom"] = ui.text("custom", "Flipped cells (query-key)", "", max_chars=CUSTOM_CHARS)
-            cells = parse_custom(c["custom"], T)
-            for message in cells.problems(T, quote):
-                ui.note(message)
-            opts["cells"] = tuple(sorted(cells.cells))
-        c["example"] = ui.radio("example", "Example shown", range(len(c["lengths"])), 0)
-        c["example"] = min(c["example"], len(c["lengths"]) - 1)
-        c["spec"] = (kind, T, tuple(sorted(opts.items())))
+        kind = ui.selectbox("mask", "Mask type", core.MASK_KINDS, "causal")
+        T = ui.slider("tokens", "Tokens T", 2, 48, 8)
+        opts = shape_options(kind, T)
+        lengths = lengths_control(kind, T)
+        more, custom = mask_options(kind, T, lengths)
+        example = ui.radio("example", "Example shown", range(len(lengths)), 0)
         st.subheader("Fill and precision")
         ui.used_by("step", STEPS, ("Mask", "Weights", "Fill"))
-        c["fill"] = ui.radio("fill", "Fill for forbidden logits", FILLS, "-inf", help=FILL_HELP)
-        c["dtype"] = ui.radio("dtype", "Precision", list(DTYPES), "float32")
-        c["logit_size"] = ui.log_slider("logit_size", "Logit size (std of scores)", 1, 30000, 1)
-    return c
+        fill = ui.radio("fill", "Fill for forbidden logits", core.FILLS, "-inf", help=FILL_HELP)
+        dtype = ui.radio("dtype", "Precision", list(DTYPES), "float32")
+        logit_size = ui.log_slider("logit_size", "Logit size (std of scores)", 1, 30000, 1)
+    return Settings(
+        spec=MaskSpec(kind, T, tuple(sorted((opts | more).items()))),
+        lengths=lengths,
+        example=min(example, len(lengths) - 1),
+        fill=fill,
+        dtype=dtype,
+        logit_size=logit_size,
+        custom=custom,
+    )
 
 
 def query_length() -> int:
@@ -285,38 +371,29 @@ def query_length() -> int:
     return ui.slider("T_q", "Query length T_q", 1, 48, T_Q)
 
 
-def row_notices(c: dict, m: dict) -> None:
+# ----------------------------------------------------------------------------- sentences
+def row_notices(s: Settings, m: dict) -> None:
     if m["overflow"]:
-        big = fig.fmt_value(float(torch.finfo(DTYPES[c["dtype"]]).max))
+        big = fmt_value(float(torch.finfo(DTYPES[s.dtype]).max))
         st.info(
-            f"{m['overflow']} allowed scores are already ±inf: {c['dtype']} stops at {big}, and "
-            "these logits are larger. A row holding +inf comes out NaN whatever the fill; "
-            "lower the logit size.",
+            W("notice.overflow", n=m["overflow"], dtype=s.dtype, big=big),
             icon=":material/warning:",
         )
     if m["empty"]:
-        rows = ", ".join(map(str, m["empty"]))
-        st.info(
-            f"Query row {rows} may attend to **no key at all** (∅). {empty_text(c, m)}",
-            icon=":material/block:",
-        )
+        text = W(
+            "notice.empty", rows=_rows(m["empty"]), fill=s.fill, stored=fmt_value(m["stored"]),
+            dtype=s.dtype, did=empty_did(len(m["empty"]), m["empty_nan"]),
+        )  # fmt: skip
+        st.info(text, icon=":material/block:")
 
 
-def empty_text(c: dict, m: dict) -> str:
-    """What the plain softmax did to the empty rows, for this fill and precision."""
-    n, k = len(m["empty"]), m["empty_nan"]
-    stored = fig.fmt_value(m["stored"])
+def empty_did(n: int, k: int) -> str:
+    """What the plain softmax did to the n empty rows, k of which came out NaN."""
     if k == n:
-        did = "returns NaN there"
-    elif k == 0:
-        did = "quietly spreads the row's weight over forbidden keys"
-    else:
-        did = f"returns NaN in {k} of these rows and spreads the weight of the rest"
-    return (
-        f"Softmax over nothing is undefined: with the fill {c['fill']} (stored as {stored} in "
-        f"{c['dtype']}) the plain softmax {did}. attn_core's safe path gives such a query zero "
-        "weights, so its output is a zero vector."
-    )
+        return W("notice.empty.all_nan")
+    if k == 0:
+        return W("notice.empty.no_nan")
+    return W("notice.empty.some_nan", k=k)
 
 
 def _rows(rows) -> str:
@@ -325,62 +402,49 @@ def _rows(rows) -> str:
 
 def leak_try(T: int, dtype: str) -> tuple[str, str]:
     """The leak suggestion, measured on the causal mask at this T and precision."""
-    m = main_view(("causal", T, ()), LEAK_FILL, dtype, LEAK_SIZE, 0)
+    m = main_view(View(MaskSpec("causal", T), LEAK_FILL, dtype, LEAK_SIZE, 0))
     rows = np.flatnonzero(m["partial"])  # rows with forbidden and allowed keys
     leak, out = m["row_leak"][rows], m["outrun"][rows]
     shift = f"{-m['stored']:g}"  # how far the fill pushes a forbidden logit down
-    do = f"Causal mask, fill {LEAK_FILL}, logit size {LEAK_SIZE:g}"
+    do = W("try.leak.do", fill=LEAK_FILL, size=f"{LEAK_SIZE:g}")
     n, k = len(rows), int(out.sum())
     if k == 0:
         top = float(np.nanmax(leak)) if n else 0.0
-        leaks = f"leaks more than {top:.1g} of its weight" if top else "leaks anything"
-        return do, (
-            f"at T = {T} no row with forbidden keys ({n} of them) {leaks}: no future score "
-            f"beats its row's best allowed one by {shift}. Raise T for more rows, and more "
-            "chances."
-        )
+        leaks = W("try.leak.none.some", top=top) if top else W("try.leak.none.nothing")
+        return do, W("try.leak.none", T=T, n=n, leaks=leaks, shift=shift)
     hit, rest = leak[out], leak[~out]
     lo, hi = f"{np.nanmin(hit):.0%}", f"{np.nanmax(hit):.0%}"
-    share = lo if lo == hi else f"{lo}–{hi}"
     most = float(np.nanmax(rest)) if n > k else 0.0
-    others = f"; the other {n - k} leak " + (f"at most {most:.1g}" if most else "nothing")
-    others = others if n > k else ""
-    return do, (
-        f"at T = {T}, {k} of the {n} rows with forbidden keys (query {_rows(rows[out])}) put "
-        f"{share} of their weight on future keys{others}. In each of those {k} rows a future "
-        f"score beats the best allowed one by more than {shift}, so even after the fill it is "
-        "the row's largest logit. −inf never leaks."
-    )
+    others = ""
+    if n > k:
+        others = (
+            W("try.leak.others", n=n - k, most=most)
+            if most
+            else W("try.leak.others.nothing", n=n - k)
+        )
+    share = lo if lo == hi else f"{lo}–{hi}"
+    see = W("try.leak.some", T=T, k=k, n=n, rows=_rows(rows[out]), share=share, others=others,
+            shift=shift)  # fmt: skip
+    return do, see
 
 
-def try_fill(c: dict) -> list[tuple[str, str]]:
-    stored = fig.fmt_value(stored_fill("-1e9", DTYPES["float16"]))
-    raises = replace_fill_error("-1e9", DTYPES["float16"]) is not None
-    return [
-        (
-            "Choose custom and flip cell 0-0 (click it on the Mask step), keep −inf",
-            "row 0 has no key left: "
-            "the plain weights turn NaN, while the safe path shows a row of zeros.",
-        ),
-        (
-            "Then switch the fill to −1e9 and the precision to float16",
-            f"−1e9 is stored as {stored}, so NaN again"
-            + (" — and the masked_fill style raises an overflow error instead." if raises else "."),
-        ),
-        leak_try(c["T"], c["dtype"]),
-    ]
+def try_fill(s: Settings) -> list[tuple[str, str]]:
+    stored = fmt_value(core.stored_fill("-1e9", DTYPES["float16"]))
+    raises = core.replace_fill_error("-1e9", DTYPES["float16"]) is not None
+    tail = " " + W("try.fill.raises") if raises else "."
+    return [*W.pairs("try.fill", stored=stored, tail=tail), leak_try(s.T, s.dtype)]
 
 
-def mask_step(c: dict) -> None:
+# ----------------------------------------------------------------------------- the steps
+def mask_step(s: Settings) -> None:
     st.subheader("The mask and the masked logits")
-    setting = (c["spec"], c["fill"], c["dtype"], c["logit_size"], c["example"])
-    m = main_view(*setting)
-    mask = mask_chart(c["spec"], c["example"])
+    m = main_view(s.view)
+    mask = mask_chart(s.spec, s.example)
     left, right = st.columns(2)
     with left:
-        if c["kind"] == "custom":  # a fresh key per mask: the new chart starts unselected
-            key = f"grid_{c['T']}_{zlib.crc32(c['custom'].encode())}"
-            on_select = partial(flip_cell, key, c["T"])
+        if s.kind == "custom":  # a fresh key per mask: the new chart starts unselected
+            key = f"grid_{s.T}_{zlib.crc32(s.custom.encode())}"
+            on_select = partial(flip_cell, key, s.T)
             st.plotly_chart(
                 mask.fig,
                 key=key,
@@ -388,135 +452,115 @@ def mask_step(c: dict) -> None:
                 selection_mode="points",
                 config=PLOTLY_CONFIG,
             )
-            st.caption(mask.caption + " **Click a cell to flip it**; the link keeps your mask.")
+            st.caption(mask.caption + " " + W("caption.click"))
         else:
             ui.show(mask)
     with right:
-        ui.show(logits_chart(*setting))
-    row_notices(c, m)
-    ui.try_this(TRY_MASK)
+        ui.show(logits_chart(s.view))
+    row_notices(s, m)
+    ui.try_this(W.pairs("try.mask"))
 
 
-def weights_step(c: dict) -> None:
+def weights_step(s: Settings) -> None:
     st.subheader("The weights: a plain softmax against the safe path")
-    setting = (c["spec"], c["fill"], c["dtype"], c["logit_size"], c["example"])
-    m = main_view(*setting)
+    m = main_view(s.view)
     a, b, d, e = st.columns(4)
-    a.metric(f"Fill as {c['dtype']} stores it", fig.fmt_value(m["stored"]))
+    a.metric(f"Fill as {s.dtype} stores it", fmt_value(m["stored"]))
     b.metric("Rows that came out NaN", m["nan_rows"])
     d.metric("Largest leaked weight", f"{m['leak']:.3g}", help=LEAK_HELP)
     e.metric("Output error vs safe", f"{m['diff']:.3g}", help=DIFF_HELP)
-    err = replace_fill_error(c["fill"], DTYPES[c["dtype"]])
+    err = core.replace_fill_error(s.fill, DTYPES[s.dtype])
     if err:
         st.error(
-            f"The other common style, `scores.masked_fill(~keep, {c['fill']})` in {c['dtype']}, "
-            f"fails loudly instead: *RuntimeError: {err}*. A float mask tensor, as used here, "
-            "overflows to −inf without a word.",
+            W("weights.replace_error", fill=s.fill, dtype=s.dtype, err=err),
             icon=":material/error:",
         )
-    plain, safe = weight_charts(*setting)
+    plain, safe = weight_charts(s.view)
     left, right = st.columns(2)
     with left:
         ui.show(plain)
     with right:
         ui.show(safe)
-    row_notices(c, m)
-    ui.try_this(try_fill(c))
+    row_notices(s, m)
+    ui.try_this(try_fill(s))
 
 
-def fill_step(c: dict) -> None:
+def explain_fill() -> str:
+    f16_edge = f"{core.min_fill_overflow(torch.float16):g}".replace("-", "−")
+    return W("explain.fill", f16_max=f"{torch.finfo(torch.float16).max:,.0f}", f16_edge=f16_edge)
+
+
+def fill_step(s: Settings) -> None:
     st.subheader("The fill value: −inf, −1e9, finfo.min or −1e4?")
-    if empty_row_exercise(c):  # the grid shows what every fill gives: the answer
-        ui.show(fill_chart(c["spec"], c["logit_size"], c["fill"], c["dtype"]))
+    if empty_row_exercise(s):  # the grid shows what every fill gives: the answer
+        ui.show(fill_chart(s.spec, s.logit_size, s.fill, s.dtype))
     else:
-        ui.until_reveal("The grid of what every fill and precision gives")
-    ui.explain("Why −inf, and why not always −inf?", EXPLAIN_FILL)
+        ui.until_reveal(W("fill.hidden"))
+    ui.explain("Why −inf, and why not always −inf?", explain_fill())
 
 
 @st.fragment
-def cross_step(T: int, lengths: tuple, example: int) -> None:
+def cross_step(s: Settings) -> None:
     """Its own fragment: T_q reruns this step only."""
     st.subheader("Cross-attention: padding on the keys only")
     left, right = st.columns([3, 2], vertical_alignment="center")
     with right:
-        T_q = query_length()
-        ui.show_notes(keys=("T_q",))
-        st.markdown(ui.where(CROSS))
+        with ui.noting():
+            T_q = query_length()
+        st.markdown(ui.where(W("cross")))
     with left:
-        ui.show(cross_chart(T_q, T, lengths, example))
+        ui.show(cross_chart(T_q, s.T, s.lengths, s.example))
+
+
+def bug_outcome(B: int, T_q: int, s: Settings, answered: bool, bug: list) -> None:
+    """What the bare mask did when PyTorch did not refuse: right by luck, or silently wrong."""
+    if B == 1:
+        st.success(W("bug.one"))
+    elif not answered:  # B = T_q: the outcome, and the pairs it breaks, are the answers
+        ui.until_reveal(W("bug.hidden", B=B))
+    else:
+        wrong = broadcast_truth(T_q, s.T, s.lengths)[1]
+        st.info(  # not st.warning: warnings are the link's notes, and nothing is wrong with it
+            W("bug.wrong", B=B, wrong=wrong, pairs=B * B)
+            if wrong
+            else W("bug.lucky", B=B, pairs=B * B),
+            icon=":material/visibility_off:",
+        )
+        st.markdown(W("bug.loud", T_q=T_q))
+        for chart in bug:
+            ui.show(chart)
 
 
 @st.fragment
-def bug_step(T: int, lengths: tuple, example: int) -> None:
+def bug_step(s: Settings) -> None:
     """Its own fragment: B and T_q rerun this step only."""
     st.subheader("The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
     code, knobs = st.columns([1.4, 1], vertical_alignment="center")  # the line, and its shapes
-    with knobs:
-        # B starts equal to T_q: the step opens on the silent bug, its point; any other
-        # B gives PyTorch's shape error, the loud contrast.
-        k1, k2 = st.columns(2)
-        with k1:
-            B = ui.slider("batch", "Batch size B", 1, 48, T_Q)
-        with k2:
-            T_q = query_length()
-    code.code(BUG_CODE, language="python", wrap_lines=True)
-    ui.show_notes(keys=("batch", "T_q"))
-    (torch_error, core_error), bug = bug_lab(B, T_q, T, lengths, example)
-    answered = broadcast_exercises(T_q, T, lengths)
+    with ui.noting():
+        with knobs:
+            # B starts equal to T_q: the step opens on the silent bug, its point; any other
+            # B gives PyTorch's shape error, the loud contrast.
+            k1, k2 = st.columns(2)
+            with k1:
+                B = ui.slider("batch", "Batch size B", 1, 48, T_Q)
+            with k2:
+                T_q = query_length()
+        code.code(BUG_CODE, language="python", wrap_lines=True)
+    (torch_error, core_error), bug = bug_lab(B, T_q, s.T, s.lengths, s.example)
+    answered = broadcast_exercises(T_q, s.T, s.lengths)
     if torch_error:
         st.error(
-            f"B = {B} ≠ T_q = {T_q}, so PyTorch refuses — the lucky case.\n\n"
-            f"**RuntimeError:** {torch_error}\n\nattn_core's own check: {core_error}",
+            W("bug.raises", B=B, T_q=T_q, torch_error=torch_error, core_error=core_error),
             icon=":material/error:",
         )
-        st.markdown(f"Now set **B = T_q = {T_q}**: the same line runs without a word.")
-    elif B == 1:
-        st.success("B = 1: the bare mask acts as (1, 1, 1, T_k), which is right by luck.")
-    elif not answered:  # B = T_q: the outcome, and the pairs it breaks, are the answers
-        ui.until_reveal(f"What the line does at B = T_q = {B}, and the pairs it gets wrong")
+        st.markdown(W("bug.raises.next", T_q=T_q))
     else:
-        wrong = broadcast_truth(T_q, T, lengths)[1]
-        st.info(  # not st.warning: warnings are the link's notes, and nothing is wrong with it
-            f"B = T_q = {B}: **no error**, yet query row i of every example is masked with "
-            f"example i's padding: {wrong} of the {B * B} (example, query row) pairs come "
-            "out different from the right mask."
-            if wrong
-            else f"B = T_q = {B}: **no error**, and all {B * B} (example, query row) pairs come "
-            "out right, by luck: every example has the same padding mask here, so borrowing "
-            "another example's changes nothing. Give the examples different lengths.",
-            icon=":material/visibility_off:",
-        )
-        st.markdown(
-            f"Set **B** to anything but {T_q} and the same line fails loudly: PyTorch refuses "
-            "the shapes with a RuntimeError. That is the lucky case; this one trains on the "
-            "wrong context without a word."
-        )
-        for chart in bug:
-            ui.show(chart)
-    ui.try_this(TRY_SHAPES)
-    ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", EXPLAIN_SHAPES)
+        bug_outcome(B, T_q, s, answered, bug)
+    ui.try_this(W.pairs("try.shapes"))
+    ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", W("explain.shapes"))
 
 
-@st.fragment
-def cost_step() -> None:
-    """Its own fragment: the timing's T and its button rerun this step only."""
-    st.subheader("`is_causal=True` or a materialised causal mask?")
-    left, _ = st.columns([2, 3])
-    with left:
-        T = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)
-    ui.show_notes(keys=("T_time",))
-    st.markdown(COST.format(T=T, mib=T * T / 2**20))
-    if not st.button(f"Measure both at T = {T} on this device", icon=":material/timer:"):
-        st.caption("A few calls of each (about a second on a CPU); the result is cached.")
-        return
-    box = st.empty()
-    try:
-        with st.spinner("Timing on this device…"):
-            cost = cost_view(T, lambda s: box.info(s, icon=":material/hourglass:"))
-        box.empty()
-    except ui.jobs.GaveUpError as e:
-        box.warning(str(e), icon=":material/hourglass_disabled:")
-        return
+def cost_metrics(cost) -> None:
     a, b, d = st.columns(3)
     a.metric("Max |difference| of the outputs", f"{cost.max_diff:.3g}")
     b.metric("Time: flag / mask", f"{cost.ms_is_causal:.3g} / {cost.ms_mask:.3g} ms")
@@ -526,176 +570,47 @@ def cost_step() -> None:
     else:
         extra = f"{cost.mask_bytes / 2**20:.3g} MiB"
         d.metric("Extra memory for the mask", extra, help="Counted: T × T booleans.")
+
+
+@st.fragment
+def cost_step(_: Settings) -> None:
+    """Its own fragment: the timing's T and its button rerun this step only."""
+    st.subheader("`is_causal=True` or a materialised causal mask?")
+    left, _ = st.columns([2, 3])
+    with ui.noting(), left:
+        T = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)
+    st.markdown(W("cost.body", T=T, mib=T * T / 2**20))
+    if not st.button(f"Measure both at T = {T} on this device", icon=":material/timer:"):
+        st.caption(W("cost.hint"))
+        return
+    box = st.empty()
+    try:
+        with st.spinner("Timing on this device…"):
+            cost = cost_view(T, lambda s: box.info(s, icon=":material/hourglass:"))
+        box.empty()
+    except ui.jobs.GaveUpError as e:
+        box.warning(str(e), icon=":material/hourglass_disabled:")
+        return
+    cost_metrics(cost)
     ui.show(fig.causal_cost_chart(cost))
-    ui.try_this(TRY_COST)
+    ui.try_this(W.pairs("try.cost"))
 
 
 def run() -> None:
-    ui.page_header(FILE, INTRO)
-    c = controls()
-    ui.show_notes(keys=MAIN_CONTROLS)
-    tabs = ui.tabs("step", STEPS)
-    with tabs[0]:
-        if tabs[0].open:
-            mask_step(c)
-    with tabs[1]:
-        if tabs[1].open:
-            weights_step(c)
-    with tabs[2]:
-        if tabs[2].open:
-            fill_step(c)
-    with tabs[3]:
-        if tabs[3].open:
-            cross_step(c["T"], c["lengths"], c["example"])
-    with tabs[4]:
-        if tabs[4].open:
-            bug_step(c["T"], c["lengths"], c["example"])
-    with tabs[5]:
-        if tabs[5].open:
-            cost_step()
+    ui.page_header(FILE, W("intro"))
+    s = controls()
+    ui.steps(
+        {
+            "Mask": mask_step,
+            "Weights": weights_step,
+            "Fill": fill_step,
+            "Cross attention": cross_step,
+            "Broadcasting bug": bug_step,
+            "Cost": cost_step,
+        },
+        s,
+    )
     ui.prev_next(FILE)
-
-
-INTRO = (
-    "A mask decides which keys each query may read. Before softmax every forbidden score is "
-    "replaced by −∞ (or a very negative number), so it gets zero weight. Masks enforce "
-    "causality, ignore padding, limit attention to a window and keep packed documents apart. "
-    "They also fail **quietly**: a fill that is too small, or a mask of the wrong shape, still "
-    "gives numbers — just wrong ones. This page makes each failure visible, one step at a time "
-    "below; the mask, fill and precision controls in the sidebar apply to every step."
-)
-DIFF_HELP = "Largest |plain output − safe output| over the rows that are not NaN."
-FILL_HELP = (
-    "finfo.min is the precision's most negative finite number, e.g. "
-    f"{torch.finfo(torch.float16).min:,.0f} in float16."
-).replace("-", "−")
-LEAK_HELP = "Weight that a row with allowed keys puts on forbidden ones (empty rows excluded)."
-TRY_MASK = [
-    (
-        "Pick sliding-window and set the window to 1",
-        "each query reads only itself: the mask is a diagonal, and every masked logit row "
-        "keeps a single coloured cell.",
-    ),
-    (
-        "Pick padding, then switch the example shown",
-        "the grey columns on the right move: each example blocks the keys past its own length, "
-        "for every query alike.",
-    ),
-    (
-        "Pick block-diagonal and turn on causal inside each segment",
-        "each packed document becomes its own small causal triangle.",
-    ),
-]
-CROSS = (
-    "In an encoder–decoder, decoder queries (T_q of them) read encoder keys (T_k = T). Only the "
-    "**keys** are padded, so the mask is (B, 1, 1, T_k): it broadcasts over heads and over every "
-    "query row. T_q ≠ T_k is no problem, and no query row is ever empty as long as each example "
-    "keeps at least one real key. Pick the example in the sidebar."
-)
-BUG_CODE = (
-    "keep = torch.arange(T_k) < lengths[:, None]   # (B, T_k): looks harmless\n"
-    "scores.masked_fill(~keep, float('-inf'))       # scores: (B, h, T_q, T_k)\n"
-    "# broadcasting lines shapes up from the right: keep acts as (1, 1, B, T_k)"
-)
-TRY_SHAPES = [
-    (
-        "Set the batch size B to one less than T_q",
-        "PyTorch refuses with a RuntimeError: the loud case. Set it back to T_q and the "
-        "error disappears while the picture fills with vermillion and orange cells: wrong "
-        "rows, no warning.",
-    ),
-    (
-        "With B = T_q, type lengths 4,4,4",
-        "every example has the same padding, so the bug changes "
-        "nothing — which is how it survives tests on tidy batches.",
-    ),
-    ("Set B = 1", "the bare mask is right by accident: there is only one example to confuse."),
-]
-TRY_COST = [
-    ("Measure at T = 256, then at 2048", "on most machines the mask's extra time grows with T: "
-     "reading T × T entries is work the flag never does."),
-    ("Read the max difference", "0, or at the level of float32 rounding: the two ways give "
-     "the same attention, so there is no accuracy reason to build the mask yourself."),
-]  # fmt: skip
-COST = (
-    "Both hand PyTorch's fused attention the same causal structure. The flag lets the kernel "
-    "skip the upper triangle without reading anything; the mask is a T × T tensor it must build "
-    "and read ({mib:.3g} MiB of booleans at T = {T}, every call)."
-)
-EMPTY_Q = (
-    "Take the causal mask at T = {T} and flip cell `0-0` (a custom mask): query 0 now may read "
-    "**no key at all**. With this page's fill **{fill}** in **{dtype}** (logit size {size}), "
-    "what does the plain softmax give row 0?"
-)
-EMPTY_CHOICES = (
-    "NaN in every entry",
-    "All zeros: the row reads nothing",
-    "Weights that still add up to 1, on keys it must not read",
-)
-EMPTY_WHY = (
-    "Softmax divides each exp by the row's total. If every logit is −∞, every exp is 0 and the "
-    "row is 0/0 — NaN (torch.softmax first subtracts the row's maximum, and −∞ − (−∞) is "
-    "already NaN). A finite fill cannot empty a row: it lowers every logit of the row by the "
-    "same amount, and softmax ignores a shift shared by the whole row, so the weights land on "
-    "the very keys the mask forbids (evenly, when the fill swamps the scores in rounding). A "
-    "finite fill that overflows to −∞ in this precision behaves like −∞. Zeros never come out "
-    "of softmax by itself: they need code that spots empty rows, as attn_core's safe path does."
-)
-BCAST_SETTING = (
-    "Suppose **B = T_q = {n}**, T_k = {T}, key lengths {lengths} (the sidebar's lengths, "
-    "repeated and clipped to T), and the bare (B, T_k) mask goes into `masked_fill`."
-)
-BCAST_CHOICES = (
-    "It raises a shape error",
-    "It runs and masks every example correctly",
-    "It runs without a word, but query rows get another example's padding",
-)
-BCAST_TRUTH = {
-    "raises": "On these shapes PyTorch raised a RuntimeError.",
-    "right": "On these shapes no error was raised, and every output matched the correct mask.",
-    "wrong": "On these shapes no error was raised, and some outputs differ from the correct mask.",
-}
-BCAST_SHOWN = {"raises": "RuntimeError", "right": "no error", "wrong": "no error"}  # after it
-BCAST_WHY = (
-    "Broadcasting compares shapes from the **last** axis backwards. (B, T_k) against "
-    "(B, h, T_q, T_k) pairs T_k with T_k and then B with T_q; the missing leading axes become "
-    "1. When B and T_q differ (and B is not 1) that pairing fails loudly. When they are equal it "
-    "fits, so PyTorch has no reason to complain, and example i's padding is applied to query "
-    "row i of *every* example. Only when all lengths in the batch are equal, or B = 1, does the "
-    "wrong reading happen to give the right mask."
-)
-WRONG_WHY = (
-    "The bare mask is read as (1, 1, B, T_k): query row i of example b is masked with example "
-    "i's padding instead of example b's. That pair comes out right only if examples i and b "
-    "happen to have the same length. So count, over all n × n pairs, those whose two lengths "
-    "differ; a batch of equal lengths hides the bug completely, which is why tidy test batches "
-    "never catch it."
-)
-EXPLAIN_FILL = (
-    "exp(−∞) is exactly 0, so a −∞ logit gets exactly zero weight in any precision. The one "
-    "trap: when *every* key of a row is forbidden the row maximum is −∞ and −∞ − (−∞) is NaN. "
-    "Code either guarantees each query keeps a key (a causal mask always keeps the diagonal) or "
-    "zeroes such rows afterwards, as attn_core does.\n\n"
-    "A finite fill avoids that NaN only while it stays finite, and trades it for other trouble: "
-    "it only *shifts* a forbidden logit, so logits as large as the fill leak through, and a row "
-    "with nothing allowed spreads its weight over keys it must not see. −1e9 is beyond any sane "
-    "logit in float32, but float16 tops out at {f16_max}, so −1e9 becomes −∞ there and an empty "
-    "row turns NaN exactly as with −∞ (the grid above shows it). Half-precision code therefore "
-    "falls back to −1e4 or to the dtype's minimum — and in float16 that minimum itself overflows "
-    "to −∞ as soon as a score of {f16_edge} or below is added to it."
-).format(
-    f16_max=f"{torch.finfo(torch.float16).max:,.0f}",
-    f16_edge=f"{min_fill_overflow(torch.float16):g}".replace("-", "−"),
-)
-EXPLAIN_SHAPES = (
-    "Broadcasting lines shapes up **from the right**. A causal mask (T_q, T_k) therefore applies "
-    "to every example and head, as intended. A padding mask differs per example, so its batch "
-    "axis must stay first: reshape it to (B, 1, 1, T_k), which broadcasts over heads and queries. "
-    "Left as (B, T_k), its B lines up with T_q: different sizes give a shape error; equal sizes "
-    "give every query row another example's padding, and the model trains on the wrong context "
-    "without a warning. Expand masks to four dimensions explicitly, and test on batches of "
-    "*unequal* lengths."
-)
 
 
 run()

@@ -44,43 +44,14 @@ MAX_EXAMPLES = 8  # at most this many lengths in a batch (keeps the pictures rea
 # ----------------------------------------------------------------------------- text inputs
 @dataclass(frozen=True)
 class ParsedLengths:
+    """The lengths the page uses, and each kind of repair made (the page words the notes)."""
+
     lengths: list[int]  # what the page uses: every entry in [1, T]
     non_numeric: list[str]  # dropped
     too_long: list[int]  # clipped to T
     not_positive: list[int]  # raised to 1
     dropped_extra: int  # entries beyond MAX_EXAMPLES
     used_default: bool  # nothing usable was left
-
-    def problems(self, T: int, quote=repr) -> list[str]:
-        """One sentence per kind of repair; `quote` formats the user's own text safely."""
-        q = _quoted(quote)
-        out = []
-        if self.non_numeric:
-            out.append(f"`lengths`: {q(self.non_numeric)} is not a whole number; dropped.")
-        if self.too_long:
-            out.append(f"`lengths`: {q(self.too_long)} is longer than T = {T}; clipped to {T}.")
-        if self.not_positive:
-            out.append(
-                f"`lengths`: {q(self.not_positive)} — an example needs at least one token (with "
-                "none, every query would have nothing to read); using 1."
-            )
-        if self.dropped_extra:
-            out.append(
-                f"`lengths`: at most {MAX_EXAMPLES} examples; the {self.dropped_extra} after "
-                "them are ignored."
-            )
-        if self.used_default:
-            shown = ", ".join(map(str, self.lengths))
-            out.append(f"`lengths` held no usable number; using {shown}.")
-        return out
-
-
-def _quoted(quote):
-    def q(items: Sequence) -> str:
-        head = ", ".join(quote(x) for x in list(items)[:5])
-        return head + (" …" if len(items) > 5 else "")
-
-    return q
 
 
 def parse_lengths(text: str, T: int, default: Sequence[int] = (5, 3, 7)) -> ParsedLengths:
@@ -136,18 +107,11 @@ def fit_segments(lengths: Sequence[int], T: int) -> list[int]:
 
 @dataclass(frozen=True)
 class ParsedCells:
+    """The flipped cells, and the items that were ignored (the page words the notes)."""
+
     cells: frozenset[tuple[int, int]]  # (query, key) pairs inside the T x T grid
     bad: list[str]  # items that are not "query-key"
     outside: list[str]  # well formed but outside the grid
-
-    def problems(self, T: int, quote=repr) -> list[str]:
-        q = _quoted(quote)
-        out = []
-        if self.bad:
-            out.append(f"`custom`: {q(self.bad)} is not a query-key pair like `2-5`; ignored.")
-        if self.outside:
-            out.append(f"`custom`: {q(self.outside)} lies outside the {T}×{T} grid; ignored.")
-        return out
 
 
 def parse_custom(text: str, T: int) -> ParsedCells:
@@ -504,23 +468,14 @@ def broadcast_lab(
         wrong_out = attention(q, k, v, bare).output  # (B, h, T_q, d_v)
     except ValueError as e:
         core_error, wrong_out = str(e), None
-    if wrong_out is None:
-        return BroadcastResult(
-            lengths=lengths,
-            torch_error=torch_error,
-            core_error=core_error,
-            right_keep=right_keep,
-            wrong_keep=None,
-            row_source=None,
-            right_out=right_out[:, 0],  # (B, T_q, d_v) head 0, for display
-            wrong_out=None,
-            diff=None,
-        )
-    # what the bare mask really applies: (1, 1, B, T_k) -> example b, query row i reads
-    # bare[i] (or bare[0] for every row when B == 1, which happens to be right)
-    wrong_keep = bare.expand(T_q, T_k)[None].expand(B, T_q, T_k)  # (B, T_q, T_k)
-    row_source = list(range(T_q)) if T_q == B else [0] * T_q
-    diff = (wrong_out - right_out).abs().amax(dim=(1, 3))  # (B, T_q)
+    wrong_keep = row_source = diff = None
+    if wrong_out is not None:
+        # what the bare mask really applies: (1, 1, B, T_k) -> example b, query row i reads
+        # bare[i] (or bare[0] for every row when B == 1, which happens to be right)
+        wrong_keep = bare.expand(T_q, T_k)[None].expand(B, T_q, T_k)  # (B, T_q, T_k)
+        row_source = list(range(T_q)) if T_q == B else [0] * T_q
+        diff = (wrong_out - right_out).abs().amax(dim=(1, 3))  # (B, T_q)
+        wrong_out = wrong_out[:, 0]  # (B, T_q, d_v) head 0, for display
     return BroadcastResult(
         lengths=lengths,
         torch_error=torch_error,
@@ -529,7 +484,7 @@ def broadcast_lab(
         wrong_keep=wrong_keep,
         row_source=row_source,
         right_out=right_out[:, 0],  # (B, T_q, d_v) head 0, for display
-        wrong_out=wrong_out[:, 0],
+        wrong_out=wrong_out,
         diff=diff,
     )
 

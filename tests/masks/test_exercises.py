@@ -5,19 +5,12 @@ import torch
 from attn_core import DTYPES, apply_fill, batch_lengths, demo_qkv
 from attn_core.lessons.masks import broadcast_lab, broadcast_verdict, custom_mask, empty_row_weights
 from tests.support.apptest import no_exception, reveal, run_page
+from ui.content import choices
 
 PAGE = "pages/masks.py"
 FILL, BUG = "Fill", "Broadcasting bug"  # the steps that hold the exercises
-NAN, ZEROS, SPREAD = (
-    "NaN in every entry",
-    "All zeros: the row reads nothing",
-    "Weights that still add up to 1, on keys it must not read",
-)
-RAISES, RIGHT, WRONG = (
-    "It raises a shape error",
-    "It runs and masks every example correctly",
-    "It runs without a word, but query rows get another example's padding",
-)
+NAN, ZEROS, SPREAD = choices("masks", "exercise.empty.choices").values()
+RAISES, RIGHT, WRONG = choices("masks", "exercise.bcast.choices").values()
 
 EMPTY_CASES = [
     ("-inf", "float32", "nan"),

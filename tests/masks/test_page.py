@@ -3,6 +3,7 @@ hostile values."""
 
 import pytest
 
+from attn_core.lessons.masks import MAX_EXAMPLES
 from tests.support.apptest import (
     all_specs,
     no_exception,
@@ -11,9 +12,12 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from ui.content import Words
+from ui.lesson import lesson
 
 PAGE = "pages/masks.py"
-STEPS = ["Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost"]
+W = Words("masks")
+STEPS = lesson("masks").steps
 # what each step draws at the defaults (the bug lab's default B = 3 ≠ T_q = 6 raises: no chart;
 # the timing draws only after its button)
 STEP_TITLES = {
@@ -137,21 +141,45 @@ def test_custom_mask_from_the_url_flips_its_cells_and_explains_an_empty_row():
 def test_bad_custom_cells_are_named_and_ignored():
     at = run_page(PAGE, reveal=True, mask="custom", tokens="4", custom="1-3,zz,9-9,<b>x</b>")
     no_exception(at)
-    notes = " ".join(warnings(at))
-    assert "`zz`" in notes and "`9-9`" in notes and "outside the 4×4 grid" in notes
-    assert "`<b>x</b>`" in notes  # user text stays inside a code span: shown, never rendered
+    notes = warnings(at)
+    assert notes == [
+        W("note.custom.bad", items="`zz`, `<b>x</b>`"),
+        W("note.custom.outside", items="`9-9`", T=4),
+    ]
+    joined = " ".join(notes)
+    assert "`zz`" in joined and "`9-9`" in joined and "outside the 4×4 grid" in joined
+    assert "`<b>x</b>`" in joined  # user text stays inside a code span: shown, never rendered
 
 
 def test_bad_lengths_get_notes_and_a_repair():
     at = run_page(PAGE, reveal=True, mask="padding", lengths="5,30,0,abc,-2")
     no_exception(at)
+    assert warnings(at) == [
+        W("note.lengths.non_numeric", items="`abc`"),
+        W("note.lengths.too_long", items="`30`", T=8),
+        W("note.lengths.not_positive", items="`0`, `-2`"),
+    ]
     notes = " ".join(warnings(at))
     assert "longer than T = 8" in notes and "at least one token" in notes
     assert "`abc`" in notes and "not a whole number" in notes
     assert any("In use: 5, 8, 1, 1" in c.value for c in at.sidebar.caption)
     assert len(at.radio(key="example").options) == 4
     empty = run_page(PAGE, reveal=True, lengths="x;y")
+    assert warnings(empty) == [
+        W("note.lengths.non_numeric", items="`x`, `y`"),
+        W("note.lengths.used_default", lengths="5, 3, 7"),
+    ]
     assert any("no usable number" in w for w in warnings(empty))
+
+
+def test_many_bad_lengths_are_cut_short_and_extra_examples_dropped():
+    at = run_page(PAGE, reveal=True, lengths="a,b,c,d,e,f," + ",".join(["2"] * 9))
+    no_exception(at)
+    assert warnings(at) == [
+        W("note.lengths.non_numeric", items="`a`, `b`, `c`, `d`, `e` …"),
+        W("note.lengths.dropped_extra", most=MAX_EXAMPLES, n=1),
+    ]
+    assert len(at.radio(key="example").options) == MAX_EXAMPLES
 
 
 def test_default_lengths_on_a_small_T_are_clipped_quietly():
