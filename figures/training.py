@@ -15,30 +15,18 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from attn_core.lessons.training import SATURATED
+from attn_core.lessons.training import SATURATED, found_share
 
-from .style import FONT, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, line_layout, to_numpy
+from .parts import BLUE, GREEN, GREY, ORANGE, PURPLE, VERMILION, sci
+from .style import FONT, NUM_FMT, SEQUENTIAL, Chart, line_layout, to_numpy
 
-SCALED_COLOUR = OKABE_ITO[0]  # blue
-UNSCALED_COLOUR = OKABE_ITO[3]  # vermillion
-REFERENCE_COLOUR = "#555555"
+SCALED_COLOUR = BLUE
+UNSCALED_COLOUR = VERMILION
+REFERENCE_COLOUR = GREY  # chance and uniform lines
 JAC_FLOOR = 1e-12  # per-row Jacobian norms at or below this (exact zeros included) sit here
 DEAD = 1e-6  # a row whose Jacobian norm is at most this passes no usable gradient
 
 RUNS = (("scaled (÷√d_k)", SCALED_COLOUR), ("unscaled", UNSCALED_COLOUR))
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def sci(x: float, digits: int = 2) -> str:
-    """A number for a sentence: 0.045 as it is, 3.8e-11 as 3.8 × 10⁻¹¹ (`digits` significant)."""
-    if x == 0 or not math.isfinite(x) or 1e-3 <= abs(x) < 1e4:
-        return f"{x:.{digits}g}"
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
-    mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
-    return power if mantissa == "1" else f"{mantissa} × {power}"
 
 
 def _steps(n: int) -> np.ndarray:
@@ -121,14 +109,25 @@ def accuracy_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
     return Chart(fig, caption)
 
 
+def _two_panels(left: str, right: str) -> go.Figure:
+    """Two side-by-side panels with their titles."""
+    return make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(left, right))
+
+
+def _two_panel_layout(fig: go.Figure, layout: dict, y2: dict, runs, steps: int | None) -> None:
+    """What the two two-panel charts share: the legend above, the right panel's axes."""
+    layout["legend"].update(y=1.16)
+    layout["margin"] = dict(l=10, r=10, t=105, b=10)
+    layout["yaxis2"] = y2
+    layout["xaxis2"] = dict(title=dict(text="training step"))
+    fig.update_layout(**layout)
+    fig.update_annotations(font=dict(size=14))
+    fig.update_xaxes(range=_x_range(runs, steps))
+
+
 def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
     """Left: mean entropy of the attention rows. Right: mean largest weight and saturated share."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        horizontal_spacing=0.12,
-        subplot_titles=("entropy of a row (nats)", "largest weight in a row"),
-    )
+    fig = _two_panels("entropy of a row (nats)", "largest weight in a row")
     for run, (name, colour) in zip((scaled, unscaled), RUNS, strict=True):
         fig.add_trace(_line(run.entropy, name, colour), row=1, col=1)
         fig.add_trace(_line(run.max_weight, name, colour, show=False), row=1, col=2)
@@ -153,13 +152,8 @@ def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Cha
         annotation_position="bottom left",
     )
     layout = line_layout("How peaked the attention rows are", "training step", "nats", height=420)
-    layout["legend"].update(y=1.16)
-    layout["margin"] = dict(l=10, r=10, t=105, b=10)
-    layout["yaxis2"] = dict(title=dict(text="weight / share of rows"), range=[0, 1.02])
-    layout["xaxis2"] = dict(title=dict(text="training step"))
-    fig.update_layout(**layout)
-    fig.update_annotations(font=dict(size=14))
-    fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
+    y2 = dict(title=dict(text="weight / share of rows"), range=[0, 1.02])
+    _two_panel_layout(fig, layout, y2, (scaled, unscaled), steps)
     caption = (
         "Left: 0 nats is a one-hot row, ln(number of keys) a flat one. Right, solid: the mean "
         f"largest weight; dotted: the share of rows whose largest weight is above {SATURATED:g} "
@@ -176,25 +170,15 @@ def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Cha
 
 def gradient_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
     """Left: mean softmax-Jacobian norm per row. Right: gradient norm reaching W_q and W_k."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        horizontal_spacing=0.12,
-        subplot_titles=("softmax Jacobian norm (mean per row)", "gradient reaching W_q, W_k"),
-    )
+    fig = _two_panels("softmax Jacobian norm (mean per row)", "gradient reaching W_q, W_k")
     for run, (name, colour) in zip((scaled, unscaled), RUNS, strict=True):
         fig.add_trace(_line(run.jacobian_norm, name, colour), row=1, col=1)
         fig.add_trace(_line(run.qk_grad_norm, name, colour, show=False), row=1, col=2)
     layout = line_layout(
         "How much gradient gets through the softmax", "training step", "‖J‖ (log)", height=420
     )
-    layout["legend"].update(y=1.16)
-    layout["margin"] = dict(l=10, r=10, t=105, b=10)
-    layout["xaxis2"] = dict(title=dict(text="training step"))
-    layout["yaxis2"] = dict(title=dict(text="‖∂L/∂(W_q, W_k)‖ (log)"))
-    fig.update_layout(**layout)
-    fig.update_annotations(font=dict(size=14))
-    fig.update_xaxes(range=_x_range((scaled, unscaled), steps))
+    y2 = dict(title=dict(text="‖∂L/∂(W_q, W_k)‖ (log)"))
+    _two_panel_layout(fig, layout, y2, (scaled, unscaled), steps)
     fig.update_yaxes(type="log", tickformat=NUM_FMT)
     caption = (
         "Left: the size of d softmax / d logits, averaged over rows — near 0 for a one-hot row. "
@@ -257,6 +241,89 @@ def row_jacobian_histogram(
     return Chart(fig, caption)
 
 
+def _probe_panel(fig: go.Figure, w: Any, pos: np.ndarray, r: int, c: int, rows: int) -> None:
+    """One panel: the first `rows` probe rows' weights, the matching key ringed in white."""
+    fig.add_trace(
+        go.Heatmap(
+            z=to_numpy(w)[:rows],
+            coloraxis="coloraxis",
+            xgap=1,
+            ygap=1,
+            hovertemplate="example %{y}<br>key %{x}<br>weight %{z:.3~g}<extra></extra>",
+        ),
+        row=r,
+        col=c,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=pos,
+            y=np.arange(len(pos)),
+            mode="markers",
+            marker=dict(symbol="square-open", size=13, color="#FFFFFF", line=dict(width=2.5)),
+            name="the matching key",
+            showlegend=False,  # white rings: the legend gets a dark one (below)
+            hovertemplate="example %{y}: the answer sits at key %{x}<extra></extra>",
+        ),
+        row=r,
+        col=c,
+    )
+    fig.update_yaxes(autorange="reversed", row=r, col=c, title_text="example" if c == 1 else "")
+    fig.update_xaxes(row=r, col=c, title_text="key (pair) position")
+
+
+def _ring_legend() -> go.Scatter:
+    """The legend's entry for the rings: a dark one, readable on white."""
+    return go.Scatter(
+        x=[None], y=[None], mode="markers", name="the matching key",
+        marker=dict(symbol="square-open", size=13, color="#000000", line=dict(width=2.5)),
+    )  # fmt: skip
+
+
+def _probe_layout(n_rows: int) -> dict:
+    return dict(
+        title=dict(
+            text="Where the query looks: probe examples before and after training",
+            x=0.0,
+            xanchor="left",
+            font=dict(size=17),
+        ),
+        coloraxis=dict(
+            colorscale=SEQUENTIAL,
+            cmin=0.0,
+            cmax=1.0,
+            colorbar=dict(title=dict(text="weight"), thickness=14, tickformat=NUM_FMT),
+        ),
+        legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0),
+        font=FONT,
+        height=330 * n_rows + 40,
+        margin=dict(l=10, r=10, t=80, b=10),
+        plot_bgcolor="#FFFFFF",
+    )
+
+
+def _probe_caption(before: tuple[Any, Any], after: tuple[Any, Any] | None, position: Any) -> str:
+    s0, u0 = (to_numpy(w) for w in before)
+    n_keys = s0.shape[-1]
+    top_s, top_u = (float(np.nanmean(w.max(-1))) for w in (s0, u0))
+    caption = (
+        "Each row is one example's query looking over its key/value pairs; the white square "
+        "marks the pair that holds the answer. Before training neither run knows where the "
+        f"answer is: over all {len(s0)} probe examples the largest weight sits on it in "
+        f"{found_share(s0, position):.0%} of the scaled rows and "
+        f"{found_share(u0, position):.0%} of the unscaled ones (one key in {n_keys} by chance), "
+        f"and a row's largest weight averages {top_u:.2f} unscaled against {top_s:.2f} scaled "
+        f"(a flat row's is {1 / n_keys:.2g})."
+    )
+    if after is not None:
+        caption += (
+            " After training, a row that learned the task is bright exactly on its square; a "
+            "bright cell anywhere else is a row locked onto the wrong pair. The largest weight "
+            f"now sits on the answer in {found_share(after[0], position):.0%} of the scaled "
+            f"rows and {found_share(after[1], position):.0%} of the unscaled ones."
+        )
+    return caption
+
+
 def probe_rows(
     before: tuple[Any, Any],
     after: tuple[Any, Any] | None,
@@ -284,92 +351,15 @@ def probe_rows(
     )
     for i, (_, w) in enumerate(panels):
         r, c = i // n_cols + 1, i % n_cols + 1
-        z = to_numpy(w)[:rows]
-        fig.add_trace(
-            go.Heatmap(
-                z=z,
-                coloraxis="coloraxis",
-                xgap=1,
-                ygap=1,
-                hovertemplate="example %{y}<br>key %{x}<br>weight %{z:.3~g}<extra></extra>",
-            ),
-            row=r,
-            col=c,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=pos,
-                y=np.arange(len(pos)),
-                mode="markers",
-                marker=dict(symbol="square-open", size=13, color="#FFFFFF", line=dict(width=2.5)),
-                name="the matching key",
-                showlegend=False,  # white rings: the legend gets a dark one (below)
-                hovertemplate="example %{y}: the answer sits at key %{x}<extra></extra>",
-            ),
-            row=r,
-            col=c,
-        )
+        _probe_panel(fig, w, pos, r, c, rows)
         if i == 0:
-            fig.add_trace(
-                go.Scatter(
-                    x=[None], y=[None], mode="markers", name="the matching key",
-                    marker=dict(symbol="square-open", size=13, color="#000000",
-                                line=dict(width=2.5)),
-                ),
-                row=r, col=c,
-            )  # fmt: skip
-        fig.update_yaxes(autorange="reversed", row=r, col=c, title_text="example" if c == 1 else "")
-        fig.update_xaxes(row=r, col=c, title_text="key (pair) position")
-    fig.update_layout(
-        title=dict(
-            text="Where the query looks: probe examples before and after training",
-            x=0.0,
-            xanchor="left",
-            font=dict(size=17),
-        ),
-        coloraxis=dict(
-            colorscale=SEQUENTIAL,
-            cmin=0.0,
-            cmax=1.0,
-            colorbar=dict(title=dict(text="weight"), thickness=14, tickformat=NUM_FMT),
-        ),
-        legend=dict(orientation="h", yanchor="bottom", y=1.06, xanchor="right", x=1.0),
-        font=FONT,
-        height=330 * n_rows + 40,
-        margin=dict(l=10, r=10, t=80, b=10),
-        plot_bgcolor="#FFFFFF",
-    )
+            fig.add_trace(_ring_legend(), row=r, col=c)
+    fig.update_layout(**_probe_layout(n_rows))
     fig.update_annotations(font=dict(size=14))
-    s0, u0 = (to_numpy(w) for w in before)
-    n_keys = s0.shape[-1]
-    top_s, top_u = (float(np.nanmean(w.max(-1))) for w in (s0, u0))
-    caption = (
-        "Each row is one example's query looking over its key/value pairs; the white square "
-        "marks the pair that holds the answer. Before training neither run knows where the "
-        f"answer is: over all {len(s0)} probe examples the largest weight sits on it in "
-        f"{found_share(s0, position):.0%} of the scaled rows and "
-        f"{found_share(u0, position):.0%} of the unscaled ones (one key in {n_keys} by chance), "
-        f"and a row's largest weight averages {top_u:.2f} unscaled against {top_s:.2f} scaled "
-        f"(a flat row's is {1 / n_keys:.2g})."
-    )
-    if after is not None:
-        caption += (
-            " After training, a row that learned the task is bright exactly on its square; a "
-            "bright cell anywhere else is a row locked onto the wrong pair. The largest weight "
-            f"now sits on the answer in {found_share(after[0], position):.0%} of the scaled "
-            f"rows and {found_share(after[1], position):.0%} of the unscaled ones."
-        )
-    return Chart(fig, caption)
+    return Chart(fig, _probe_caption(before, after, position))
 
 
-def found_share(w: Any, position: Any) -> float:
-    """Share of rows whose largest weight sits on the matching key."""
-    w, pos = to_numpy(w), to_numpy(position).astype(np.int64)
-    ok = np.isfinite(w).all(-1)  # rows of a diverged run are NaN: they found nothing
-    return float(((w.argmax(-1) == pos) & ok).mean()) if len(pos) else float("nan")
-
-
-SWEEP_COLOURS = (OKABE_ITO[3], OKABE_ITO[1], OKABE_ITO[2], OKABE_ITO[0], OKABE_ITO[4])
+SWEEP_COLOURS = (VERMILION, ORANGE, GREEN, BLUE, PURPLE)
 SWEEP_DASHES = ("dot", "dashdot", "dash", "solid", "longdash")
 
 

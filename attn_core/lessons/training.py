@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import torch
 import torch._dynamo  # loaded at import on purpose: see the note below
@@ -66,6 +66,48 @@ N_PROBE = 256  # fixed held-out examples measured before and after training
 N_PAIRS = 16  # key/value pairs per example: the keys each query chooses among
 N_SYMBOLS = 32  # symbols keys and values are drawn from
 D_MODEL = 64  # width of the embeddings and of the value path
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RunSettings:
+    """What every run of a lab's comparison shares: optimizer, schedule, start, device.
+
+    Frozen and hashable: the key under which a server keeps finished runs. (It lives here,
+    not in the page, because a page script defines its classes anew on every rerun, and a
+    dataclass equals only instances of its own class.)
+    """
+
+    optimizer: str
+    lr: float
+    steps: int
+    init_std: float
+    seed: int
+    device: str = "cpu"
+
+    def kw(self) -> dict:
+        """The training functions' keyword arguments: every field but the device."""
+        out = asdict(self)
+        del out["device"]
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairSettings(_RunSettings):
+    """One scaled/unscaled pair of runs: train_pair's settings (kw() includes d_k)."""
+
+    d_k: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepSettings(_RunSettings):
+    """One head_sweep: the scaled model at `d_model` cut into heads (kw() without d_model)."""
+
+    d_model: int
+
+    def kw(self) -> dict:
+        out = super().kw()
+        del out["d_model"]
+        return out
 
 
 @dataclass
@@ -166,6 +208,17 @@ def top_two_gap(scores: torch.Tensor) -> torch.Tensor:
     """How far each row's best score leads its runner-up: (..., n) -> (...), n >= 2."""
     top2 = scores.topk(2, dim=-1).values  # (..., 2), largest first
     return top2[..., 0] - top2[..., 1]
+
+
+def found_share(w, position) -> float:
+    """Share of rows whose largest weight sits on the matching key: w (N, n_pairs) attention
+    rows, position (N,) the matching key's index; nan when there are no rows."""
+    w = torch.as_tensor(w).detach().float().cpu()
+    pos = torch.as_tensor(position).detach().long().cpu()
+    if len(pos) == 0:
+        return float("nan")
+    ok = torch.isfinite(w).all(-1)  # rows of a diverged run are NaN: they found nothing
+    return float(((w.argmax(-1) == pos) & ok).float().mean())
 
 
 def _row_jacobian_norm(w: torch.Tensor) -> torch.Tensor:
@@ -377,30 +430,18 @@ def train_retrieval(
     d_k: int,
     scaled: bool,
     *,
-    steps: int = 400,
-    optimizer: str = "sgd",
-    lr: float | None = None,
-    n_pairs: int = N_PAIRS,
-    n_symbols: int = N_SYMBOLS,
-    d_model: int = D_MODEL,
-    batch: int = 128,
-    init_std: float | None = None,
-    seed: int = 0,
-    device=None,
-    heads: int = 1,
     on_step: Callable[[int, TrainingRun], bool | None] | None = None,
+    **kw,
 ) -> TrainingRun:
     """Train one run to the end (or to a NaN loss, or until `on_step` returns True).
 
     `on_step(step, run)` is called after every step with the number of steps
     done; returning True stops the run there (run.stopped = "callback").
-    Deterministic: the same arguments give the same numbers.
+    Deterministic: the same arguments give the same numbers. `kw` are RetrievalTrainer's
+    settings (steps, optimizer, lr, n_pairs, n_symbols, d_model, batch, init_std, seed,
+    device, heads), with its defaults.
     """
-    t = RetrievalTrainer(
-        d_k, scaled, steps=steps, optimizer=optimizer, lr=lr, n_pairs=n_pairs,
-        n_symbols=n_symbols, d_model=d_model, batch=batch, init_std=init_std, seed=seed,
-        device=device, heads=heads,
-    )  # fmt: skip
+    t = RetrievalTrainer(d_k, scaled, **kw)
     while t.step():
         if on_step is not None and on_step(t.run.done, t.run):
             t.stop("callback")

@@ -9,12 +9,11 @@ test decides the wording from its own numbers.
 import math
 
 import pytest
-import streamlit as st
 import torch
 
 from attn_core import train_pair
 from attn_core.lessons.training import head_sweep
-from figures.training import sci
+from figures.parts import sci
 from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
 
 PAGE = "pages/training.py"
@@ -54,14 +53,6 @@ def first(xs, at_least, steps=None):
     """The first step whose value reaches `at_least`, in the page's words."""
     i = next((i for i, x in enumerate(xs) if x >= at_least), None)
     return f"step {i}" if i is not None else f"never within {steps or len(xs)} steps"
-
-
-@pytest.fixture
-def fresh_server():
-    """No finished runs on the 'server' (this process) before or after the test."""
-    st.cache_resource.clear()
-    yield
-    st.cache_resource.clear()
 
 
 @pytest.fixture

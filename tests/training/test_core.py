@@ -16,6 +16,7 @@ from attn_core import (
     train_pair,
     train_retrieval,
 )
+from attn_core.lessons.training import found_share
 
 SMALL = dict(n_pairs=6, n_symbols=12, d_model=16, batch=32)
 CURVES = ("loss", "accuracy", "entropy", "max_weight", "saturated", "jacobian_norm", "qk_grad_norm")
@@ -155,6 +156,13 @@ def test_on_step_can_stop_a_run_and_sees_every_step():
     assert calls == [(1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4)]
     full = train_retrieval(8, True, steps=4, on_step=lambda i, run: None, **SMALL)
     assert full.finished and full.done == 4
+
+
+def test_found_share_counts_rows_on_the_matching_key():
+    w = torch.tensor([[0.9, 0.1], [0.2, 0.8], [float("nan"), float("nan")]])
+    assert found_share(w, torch.tensor([0, 0, 0])) == pytest.approx(1 / 3)  # NaN row: not found
+    assert found_share(w.numpy(), [0, 1, 1]) == pytest.approx(2 / 3)  # arrays and lists too
+    assert math.isnan(found_share(torch.zeros(0, 2), torch.zeros(0)))
 
 
 @pytest.mark.parametrize(

@@ -76,11 +76,6 @@ def test_probe_rows_before_only_and_before_after(runs):
     assert "After training" in both.caption
 
 
-def test_found_share_counts_rows_on_the_matching_key():
-    w = torch.tensor([[0.9, 0.1], [0.2, 0.8], [float("nan"), float("nan")]])
-    assert tf.found_share(w, torch.tensor([0, 0, 0])) == pytest.approx(1 / 3)
-
-
 def test_captions_quote_the_runs_own_numbers(runs):
     a, b = runs
     shape = tf.attention_shape_curves(a, b).caption

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-import streamlit as st
 
 from attn_core.lessons.training import FAILURE
 from tests.support.apptest import (
@@ -16,10 +15,10 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
-from ui import jobs
+from ui.lesson import lesson
 
 PAGE = "pages/training.py"
-STEPS = ["Train", "Predict", "Rows", "Heads"]
+STEPS = lesson("training").steps
 # before any training, the charts of each step (a closed step sends nothing)
 SHOWS = {
     "Train": ["Where the query looks: probe examples"],
@@ -33,11 +32,7 @@ def _metrics(at):
     return {m.label: m.value for m in at.metric}
 
 
-def test_defaults_show_the_start_before_any_training():
-    # a fresh server: an earlier test in this process may have trained the sweep
-    jobs.reset()
-    st.cache_data.clear()
-    st.cache_resource.clear()
+def test_defaults_show_the_start_before_any_training(fresh_server):
     runs = run_steps(PAGE, STEPS)
     for step, at in zip(STEPS, runs, strict=True):
         no_exception(at)
