@@ -22,8 +22,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script or via run.py
-from attn_core import device_label, format_bytes, measure_point, memory_how, pick_device
+from attn_core import device_label, format_bytes, measure_point, memory_source, pick_device
 from attn_core.lessons.cost import METHODS, PARALLEL_TS, time_parallel_vs_recurrent
+from ui.content import words
 
 TS = (512, 1024, 2048, 4096)
 LIMIT = 1 / 8  # tiled / attention at the largest T
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"Attention peak memory on {device_label(device)}: batch 1, {args.heads} head(s), "
           f"d_k = {args.d_k}, {args.dtype}, tiles {args.block}×{args.block}")  # fmt: skip
-    print(f"Measured with {memory_how(device)}; q, k and v included.\n")
+    how = words("cost", f"measure.how.{memory_source(device)}")
+    print(f"Measured with {how}; q, k and v included.\n")
     head = f"{'T':>6} | {'attention':>11} | {'tiled':>11} | {'fused':>11} | "
     head += f"{'tiled/attn':>10} | {'fused/attn':>10} | {'ms attn':>8} {'tiled':>8} {'fused':>8}"
     print(head)

@@ -7,7 +7,7 @@ every redraw of these figures cost about twice what it needs (measured in headle
 Chromium): plotly's auto-margins, which with the style's 10 px margins always grow and
 so lay the whole figure out a second time, and its default tick-label overflow check,
 which measures every label once per label. Each figure here therefore sets margins wide
-enough for its labels (`_figure(..., margin=…)`) and lets tick labels overflow.
+enough for its labels (`fast_figure(..., margin=…)`) and lets tick labels overflow.
 """
 
 from __future__ import annotations
@@ -16,24 +16,40 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-import plotly.graph_objects as go
 
 from attn_core.cost import (
     attention_macs,
     attention_probs_bytes,
     crossover_T,
-    format_bytes,
     kv_cache_bytes,
     projection_macs,
 )
-from attn_core.lessons.cost import PARALLEL_TS, fit_slope
+from attn_core.lessons.cost import (
+    GIB,
+    T_MAX,
+    T_MIN,
+    fit_slope,
+    largest_fitting_T,
+    macs_against_T,
+    probs_bytes_against_T,
+)
 
-from .style import DIVERGING, NUM_FMT, OKABE_ITO, Chart, base_layout, line_layout
+from .parts import (
+    BLACK,
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    VERMILION,
+    fast_figure,
+    format_bytes,
+    hline,
+    label,
+    vline,
+)
+from .style import DIVERGING, NUM_FMT, Chart, base_layout, line_layout
 
-BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY, _, BLACK = OKABE_ITO
-GREY = "#8C8C8C"
-GIB = 2**30
-T_MIN, T_MAX = 16, 131072
 METHOD_STYLE = {  # colour, dash, marker: distinguishable without colour too
     "attention": (VERMILION, "solid", "circle"),
     "tiled_attention": (BLUE, "dash", "square"),
@@ -60,10 +76,6 @@ def gpu_share(total_bytes: float, gpu_gb: float) -> str:
     return f"{share:.0%}" if share < 10 else f"{share:,.0f}×"
 
 
-def _pow2_range(lo: int = T_MIN, hi: int = T_MAX) -> np.ndarray:
-    return 2 ** np.arange(int(math.log2(lo)), int(math.log2(hi)) + 1, dtype=np.float64)
-
-
 def _byte_axis(lo: float, hi: float) -> dict:
     """A log axis whose ticks read 4 MiB, 1 GiB, 32 TiB … instead of 4.19e+06.
 
@@ -80,53 +92,20 @@ def _byte_axis(lo: float, hi: float) -> dict:
     return dict(type="log", tickmode="array", tickvals=vals, ticktext=text)
 
 
-def _vline(x: float, label: str, color: str = BLACK) -> tuple[dict, dict]:
+# The shared lines (figures.parts) with this lesson's 13 px labels on a white backing.
+def _vline(x: float, text: str, color: str = BLACK) -> tuple[dict, dict]:
     """A dotted vertical line on a log x axis and its label (annotations take log10 there)."""
-    shape = dict(
-        type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
-        line=dict(color=color, width=2, dash="dot"),
-    )  # fmt: skip
-    note = dict(
-        x=math.log10(x), y=0.98, xref="x", yref="paper", text=label + " ", showarrow=False,
-        xanchor="right", yanchor="top", font=dict(size=13, color=color), bgcolor="white",
-    )  # fmt: skip
-    return shape, note
+    at = math.log10(x)
+    note = label(at, 0.98, text + " ", xref="x", yref="paper", yanchor="top", color=color, size=13)
+    return vline(x, color=color), note
 
 
-def _hline(y: float, label: str, *, log: bool, right: bool = False) -> tuple[dict, dict]:
+def _hline(y: float, text: str, *, log: bool, right: bool = False) -> tuple[dict, dict]:
     """A solid horizontal line across the plot and its label."""
-    shape = dict(
-        type="line", x0=0, x1=1, y0=y, y1=y, xref="paper", yref="y",
-        line=dict(color=BLACK, width=2),
-    )  # fmt: skip
-    note = dict(
-        x=0.99 if right else 0.01, y=math.log10(y) if log else y, xref="paper", yref="y",
-        text=label, showarrow=False, xanchor="right" if right else "left", yanchor="bottom",
-        font=dict(size=13), bgcolor="white",
-    )  # fmt: skip
-    return shape, note
-
-
-def _figure(data: list[dict], layout: dict, margin: dict) -> go.Figure:
-    """One constructor call with plain dicts, without plotly's per-property validation.
-
-    Validation costs ~10 ms per figure here, which is most of a calculator rerun; the
-    figure tests re-validate every builder's output (`go.Figure(chart.fig.to_dict())`),
-    so a typo in a property name still fails loudly, just in CI instead of per rerun.
-
-    `margin` (l, r, t, b in px) must leave room for the tick labels, axis titles,
-    legend and colour bar: then plotly's auto-margin finds nothing to grow and draws
-    the figure once per update instead of twice. (It still grows a margin that turns
-    out too small, so a long label costs time, never legibility.)
-    """
-    layout = dict(layout, template=dict(layout={}), margin=margin)  # Streamlit's theme
-    # styles the chart; plotly's default template would add ~6 KB to every rerun
-    for name, axis in layout.items():
-        if name.startswith(("xaxis", "yaxis")):
-            # "allow": skip the default check that measures every tick label once per
-            # label (quadratic; the labels here never run past the figure's edge)
-            layout[name] = dict(axis, ticklabeloverflow="allow")
-    return go.Figure(data=data, layout=layout, _validate=False)
+    at = math.log10(y) if log else y
+    side = "right" if right else "left"
+    note = label(0.99 if right else 0.01, at, text, xanchor=side, color=BLACK, size=13)
+    return hline(y, color=BLACK, dash="solid"), note
 
 
 # ------------------------------------------------------------------------------ 1. compute
@@ -148,9 +127,7 @@ LINE_MARGIN = dict(l=100, r=15, t=90, b=80)  # log tick labels left, legend on t
 
 def flops_chart(d_model: int, T: int) -> Chart:
     """Projection MACs (4·T·d²) and attention MACs (2·T²·d) per layer against T, log–log."""
-    Ts = _pow2_range()
-    proj = np.array([projection_macs(int(t), d_model) for t in Ts], dtype=np.float64)
-    attn = np.array([attention_macs(int(t), d_model) for t in Ts], dtype=np.float64)
+    Ts, proj, attn = macs_against_T(d_model)
     cross = crossover_T(d_model)
     p, a = projection_macs(T, d_model), attention_macs(T, d_model)
     hover = "T = %{x:,}<br>%{y:.3~s} MACs<extra>%{fullData.name}</extra>"
@@ -173,7 +150,7 @@ def flops_chart(d_model: int, T: int) -> Chart:
         annotations=[note],
     )
     layout["yaxis"].update(type="log", exponentformat="power")
-    fig = _figure(data, _log_T_axes(layout), LINE_MARGIN)
+    fig = fast_figure(data, _log_T_axes(layout), LINE_MARGIN)
     share = a / (a + p)
     side = "attention's T² term dominates" if a > p else "the projections dominate"
     if a == p:
@@ -194,20 +171,11 @@ def _bytes_per(dtype: str) -> int:
     return attention_probs_bytes(1, 1, 1, dtype)
 
 
-def largest_fitting_T(batch: int, heads: int, dtype: str, layers: int, gpu_gb: float) -> int:
-    """The largest power-of-two T whose stored probabilities (all layers) fit the GPU; 0 if none."""
-    per_T2 = attention_probs_bytes(batch, heads, 1, dtype, layers)  # bytes per unit of T²
-    fits = [int(t) for t in _pow2_range(1, T_MAX * 8) if per_T2 * int(t) ** 2 <= gpu_gb * GIB]
-    return max(fits, default=0)
-
-
 def probs_memory_chart(
     batch: int, heads: int, dtype: str, layers: int, gpu_gb: float, T: int
 ) -> Chart:
     """Bytes of the stored T×T probabilities (one layer, all layers) against the GPU's memory."""
-    Ts = _pow2_range()
-    per = attention_probs_bytes(batch, heads, 1, dtype) * Ts**2  # one layer: b·h·T²·bytes
-    total = per * layers
+    Ts, per, total = probs_bytes_against_T(batch, heads, dtype, layers)
     gpu = gpu_gb * GIB
     mine = attention_probs_bytes(batch, heads, T, dtype, layers)
     mine1 = attention_probs_bytes(batch, heads, T, dtype)
@@ -239,7 +207,7 @@ def probs_memory_chart(
         annotations=[note],
     )
     layout["yaxis"].update(**_byte_axis(lo, hi), range=[math.log10(lo) - 0.3, math.log10(hi) + 0.3])
-    fig = _figure(data, _log_T_axes(layout), dict(LINE_MARGIN, l=110))
+    fig = fast_figure(data, _log_T_axes(layout), dict(LINE_MARGIN, l=110))
     fit = largest_fitting_T(batch, heads, dtype, layers, gpu_gb)
     verdict = (
         f"All {layers} layers' probabilities fit only up to T = {fit:,}"
@@ -293,7 +261,7 @@ def kv_cache_chart(
     )
     layout["yaxis"].update(range=[0, top], tickformat=NUM_FMT)
     layout.update(showlegend=False, shapes=shapes, annotations=notes)
-    fig = _figure(data, layout, dict(l=95, r=15, t=60, b=80))
+    fig = fast_figure(data, layout, dict(l=95, r=15, t=60, b=80))
     fits = [v <= gpu for v in vals]
     if all(fits):
         fit_txt = f"All three fit in {gpu_gb:g} GiB."
@@ -316,16 +284,8 @@ def kv_cache_chart(
 # ------------------------------------------------------------------------------ 4. measured sweep
 
 
-def sweep_chart(
-    series: dict[str, tuple[Sequence[int], Sequence[float]]],
-    slopes: dict[str, float],
-    *,
-    what: str,
-    device: str,
-) -> Chart:
-    """Measured time or peak memory of each method against T, log–log, slope in the legend."""
-    if what not in ("time", "memory"):
-        raise ValueError(f"what must be 'time' or 'memory'; got {what!r}")
+def _sweep_traces(series: dict, slopes: dict[str, float], what: str) -> tuple[list, list]:
+    """One line per method that has points, its fitted slope in the legend; and every y."""
     data, all_y = [], []
     for method, (Ts, ys) in series.items():
         if not len(Ts):
@@ -342,6 +302,10 @@ def sweep_chart(
                  hovertemplate="T = %{x:,}<br>%{customdata}<extra>" + method + "</extra>")
         )  # fmt: skip
         all_y.extend(float(y) for y in ys)
+    return data, all_y
+
+
+def _sweep_layout(series: dict, all_y: list, what: str, device: str) -> dict:
     if what == "memory":
         title, y_title = f"Peak memory, measured on {device}", "peak memory incl. q, k, v (log)"
     else:
@@ -354,31 +318,48 @@ def sweep_chart(
         layout["yaxis"].update(**_byte_axis(min(all_y), max(all_y)))
     else:
         layout["yaxis"].update(type="log", dtick=1, tickformat=",~g")
-    fig = _figure(data, layout, dict(l=110, r=15, t=60, b=80))
+    return layout
+
+
+def _sweep_caption(series: dict, slopes: dict[str, float], what: str) -> str:
     fitted = [(m, slopes.get(m, float("nan"))) for m, (Ts, _) in series.items() if len(Ts)]
     measured = ", ".join(f"`{m}` {s:.2f}" for m, s in fitted if math.isfinite(s))
     measured = f" Measured here: {measured}." if measured else ""
     if what == "memory":
-        caption = (
+        return (
             "On log–log axes a slope of 2 means memory grows like T²: the materialised path "
             "stores T×T scores and weights. A slope of 1 means it grows like T: the tiled and "
             "fused paths hold one tile plus the T×d inputs and output. Slopes are fitted over "
             "the largest T, where fixed overheads stop mattering." + measured
         )
-    else:
-        ends = {m: (Ts[-1], ys[-1]) for m, (Ts, ys) in series.items() if len(Ts)}
-        T_end = min(T for T, _ in ends.values()) if ends else 0
-        at_end = {m: ys[list(Ts).index(T_end)] for m, (Ts, ys) in series.items() if T_end in Ts}
-        fastest = min(at_end, key=at_end.get) if at_end else None
-        caption = (
-            "All three do about 2·T²·d multiply–adds, so once T is large their time should grow "
-            "with slope 2."
-            + measured
-            + (f" Fastest at T = {T_end:,}: `{fastest}`." if fastest else "")
-            + " Our tiled version pays Python's overhead on every tile; the fused "
-            "kernel runs the same loop in compiled code, without writing T×T to memory."
-        )
-    return Chart(fig, caption)
+    ends = {m: (Ts[-1], ys[-1]) for m, (Ts, ys) in series.items() if len(Ts)}
+    T_end = min(T for T, _ in ends.values()) if ends else 0
+    at_end = {m: ys[list(Ts).index(T_end)] for m, (Ts, ys) in series.items() if T_end in Ts}
+    fastest = min(at_end, key=at_end.get) if at_end else None
+    return (
+        "All three do about 2·T²·d multiply–adds, so once T is large their time should grow "
+        "with slope 2."
+        + measured
+        + (f" Fastest at T = {T_end:,}: `{fastest}`." if fastest else "")
+        + " Our tiled version pays Python's overhead on every tile; the fused "
+        "kernel runs the same loop in compiled code, without writing T×T to memory."
+    )
+
+
+def sweep_chart(
+    series: dict[str, tuple[Sequence[int], Sequence[float]]],
+    slopes: dict[str, float],
+    *,
+    what: str,
+    device: str,
+) -> Chart:
+    """Measured time or peak memory of each method against T, log–log, slope in the legend."""
+    if what not in ("time", "memory"):
+        raise ValueError(f"what must be 'time' or 'memory'; got {what!r}")
+    data, all_y = _sweep_traces(series, slopes, what)
+    layout = _sweep_layout(series, all_y, what, device)
+    fig = fast_figure(data, layout, dict(l=110, r=15, t=60, b=80))
+    return Chart(fig, _sweep_caption(series, slopes, what))
 
 
 # ------------------------------------------------------------------- 1b. parallel vs recurrent
@@ -430,7 +411,7 @@ def parallel_chart(rows: Sequence[dict], device: str) -> Chart:
     layout["legend"] = dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0.0)
     layout["xaxis"].update(**_pow2_ticks(min(Ts), max(Ts), every=1))
     layout["yaxis"].update(type="log", dtick=1, tickformat=",~g")
-    fig = _figure(data, layout, dict(l=110, r=15, t=60, b=150))
+    fig = fast_figure(data, layout, dict(l=110, r=15, t=60, b=150))
     fitted = ", ".join(f"{name.split(':')[0]} {slopes[p]:.2f}"
                        for p, (*_, name) in PARALLEL_STYLE.items())  # fmt: skip
     caption = (
@@ -439,63 +420,6 @@ def parallel_chart(rows: Sequence[dict], device: str) -> Chart:
         "time ∝ T²: attention's T² scores, once there are enough of them to keep the device busy."
     )
     return Chart(fig, caption)
-
-
-def parallel_table_md(rows: Sequence[dict]) -> str:
-    """The measurements as a markdown table: one row per T."""
-    out = [
-        "| T | dependent steps: recurrence / scores | recurrence (loop) | nn.RNN | "
-        "all T² scores | attention | attention against the loop | multiply–adds, "
-        "attention ÷ recurrence |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        out.append(
-            f"| {r['T']:,} | {r['sequential_steps']:,} / 1 | {duration(r['loop_s'])} | "
-            f"{duration(r['rnn_s'])} | {duration(r['scores_s'])} | "
-            f"{duration(r['attention_s'])} | {versus(r['loop_s'], r['attention_s'])} | "
-            f"{r['attention_macs'] / r['recurrent_macs']:.3g}× |"
-        )
-    return "\n".join(out)
-
-
-def parallel_summary(rows: Sequence[dict], device: str) -> str:
-    """What the table says, in words; every number read from the rows."""
-    last = rows[-1]
-    T, d = last["T"], last["d"]
-    text = (
-        f"On {device} at T = {T:,} (width d = {d}), the recurrence took "
-        f"**{duration(last['loop_s'])}** for its **{last['sequential_steps']:,} dependent "
-        f"steps** (torch.nn.RNN, the same steps in compiled code: {duration(last['rnn_s'])}). "
-        f"Attention computed all {T * T:,} scores in **1 matmul** "
-        f"({duration(last['scores_s'])}) and the whole layer in "
-        f"**{duration(last['attention_s'])}**: **{versus(last['loop_s'], last['attention_s'])}** "
-        f"than the loop, while doing {last['attention_macs'] / last['recurrent_macs']:.3g}× as "
-        "many multiply–adds. "
-    )
-    won = [r["T"] for r in rows if r["attention_s"] <= r["loop_s"]]
-    lost = [r["T"] for r in rows if r["attention_s"] > r["loop_s"]]
-    listed = ", ".join
-    if not lost:
-        text += (
-            f"Attention beat the loop at every T measured ({rows[0]['T']:,} … {T:,}): its "
-            "scores do not wait for one another, the loop's steps do."
-        )
-    elif not won:
-        text += (
-            f"Here the loop beat attention at every T measured ({rows[0]['T']:,} … {T:,}): "
-            "on this device its small steps are cheap, and attention's T² multiply–adds cost "
-            "more than the T steps' waiting. Independence only pays where the hardware can run "
-            "many scores at once."
-        )
-    else:
-        text += (
-            f"Attention beat the loop at T = {listed(f'{t:,}' for t in won)}; the loop won at "
-            f"T = {listed(f'{t:,}' for t in lost)}. Attention's work grows like T², the loop's "
-            "like T, so on this device the T² multiply–adds eventually outweigh the waiting; the "
-            "more scores a device runs at once, the later that happens."
-        )
-    return text
 
 
 # ------------------------------------------------------------------------------ 5. walkthrough
@@ -514,63 +438,35 @@ def _grid_lines(T_q: int, T_k: int, block_q: int, block_k: int) -> tuple[list, l
     return gx, gy
 
 
-def walkthrough_chart(
-    scores: np.ndarray,
-    tiles: list[tuple[int, int, bool]],
-    out: np.ndarray,
-    exact: np.ndarray,
-    m: np.ndarray,
-    l: np.ndarray,
-    m_final: np.ndarray,
-    l_final: np.ndarray,
-    *,
-    block_q: int,
-    block_k: int,
-    step: int,
-    current: tuple[tuple[int, int], tuple[int, int]] | None,
-    stats: bool = True,
-) -> Chart:
-    """Five panels sharing the query rows, redrawn as ONE figure on every step: the T×T
-    scores under the tile grid (done tiles clear, waiting ones hazy, the current one
-    framed), the output so far (acc / l), the exact attention output, and each row's
-    running max m and running sum l beside their final values. With `stats` False (the
-    first view) only the first three.
-
-    Built from nine traces and at most two shapes, so it stays cheap for T = 64 with 2×2
-    tiles (one figure with five panels draws faster than two figures with three and two).
-    """
-    scores = np.asarray(scores, np.float32)
-    out, exact = np.asarray(out, np.float32), np.asarray(exact, np.float32)
-    T_q, T_k = scores.shape
-    d_v = exact.shape[1]
-    visited = [(qi, ki) for qi, ki, v in tiles if v]
-    n_steps = len(visited)
-    done = set(visited[:step])
-    # veil: 0 = still to come (white haze), 1 = skipped by the causal mask (grey), NaN = done
-    veil = np.full((T_q, T_k), np.nan, np.float32)
+def _veil(tiles, done: set, shape: tuple[int, int], block_q: int, block_k: int) -> np.ndarray:
+    """0 = still to come (white haze), 1 = skipped by the causal mask (grey), NaN = done."""
+    veil = np.full(shape, np.nan, np.float32)
     for qi, ki, v in tiles:
         if (qi, ki) not in done:
             rows = slice(qi * block_q, (qi + 1) * block_q)
             veil[rows, ki * block_k : (ki + 1) * block_k] = 0.0 if v else 1.0
+    return veil
+
+
+def _domains(stats: bool) -> dict[str, list[float]]:
+    """Where each panel sits across the figure: scores, so far, exact (and m, l)."""
+    if stats:
+        return dict(s=[0.0, 0.45], o=[0.53, 0.61], e=[0.63, 0.71], m=[0.8, 0.885], l=[0.915, 1.0])
+    return dict(s=[0.0, 0.58], o=[0.68, 0.79], e=[0.83, 0.94])  # the first view: larger panels
+
+
+_BAR = dict(tickformat=NUM_FMT, thickness=12, len=0.9, title=dict(side="top"))
+
+
+def _tile_traces(scores: np.ndarray, veil: np.ndarray, grid: tuple, dom: dict) -> list[dict]:
+    """The scores panel: the T×T scores, the veil over tiles not done, the tile borders."""
     finite = scores[np.isfinite(scores)]
     s_lim = float(np.abs(finite).max()) if finite.size else 1.0
-    o_lim = float(np.abs(exact).max()) or 1.0
-    gx, gy = _grid_lines(T_q, T_k, block_q, block_k)
-    if stats:
-        d_s, d_o, d_e, d_m, d_l = (
-            [0.0, 0.45],
-            [0.53, 0.61],
-            [0.63, 0.71],
-            [0.8, 0.885],
-            [0.915, 1.0],
-        )
-    else:  # the first view: the tiles and the output only, each panel larger
-        d_s, d_o, d_e = [0.0, 0.58], [0.68, 0.79], [0.83, 0.94]
-    bar = dict(tickformat=NUM_FMT, thickness=12, len=0.9, title=dict(side="top"))
-    data = [
+    gx, gy = grid
+    return [
         dict(type="heatmap", z=np.where(np.isfinite(scores), scores, np.nan).astype(np.float32),
              colorscale=DIVERGING, zmin=-s_lim, zmax=s_lim, xgap=1, ygap=1,
-             colorbar=dict(bar, x=d_s[1] + 0.01, title=dict(text="score", side="top")),
+             colorbar=dict(_BAR, x=dom["s"][1] + 0.01, title=dict(text="score", side="top")),
              hovertemplate="query %{y}, key %{x}<br>score %{z:" + NUM_FMT + "}<extra></extra>"),
         dict(type="heatmap", z=veil, zmin=0, zmax=1, showscale=False, opacity=0.8,
              colorscale=[[0, "#FFFFFF"], [0.5, "#FFFFFF"], [0.5, GREY], [1, GREY]],
@@ -578,21 +474,33 @@ def walkthrough_chart(
         dict(type="scatter", x=gx, y=gy, mode="lines", line=dict(color="#444", width=1.5),
              hoverinfo="skip", showlegend=False),
     ]  # fmt: skip
-    for z, xa, name in ((out, "x2", "so far"), (exact, "x3", "exact")):
-        data.append(
-            dict(type="heatmap", z=z, colorscale=DIVERGING, zmin=-o_lim, zmax=o_lim, xaxis=xa,
-                 yaxis="y", xgap=1, ygap=1, showscale=xa == "x3",
-                 colorbar=dict(bar, x=d_e[1] + 0.01, title=dict(text="output", side="top")),
-                 hovertemplate="row %{y}, column %{x}<br>" + name + " %{z:" + NUM_FMT
-                 + "}<extra></extra>")
-        )  # fmt: skip
+
+
+def _output_traces(out: np.ndarray, exact: np.ndarray, dom: dict) -> list[dict]:
+    """The output so far and the exact output, on one symmetric scale."""
+    o_lim = float(np.abs(exact).max()) or 1.0
+    return [
+        dict(type="heatmap", z=z, colorscale=DIVERGING, zmin=-o_lim, zmax=o_lim, xaxis=xa,
+             yaxis="y", xgap=1, ygap=1, showscale=xa == "x3",
+             colorbar=dict(_BAR, x=dom["e"][1] + 0.01, title=dict(text="output", side="top")),
+             hovertemplate="row %{y}, column %{x}<br>" + name + " %{z:" + NUM_FMT
+             + "}<extra></extra>")
+        for z, xa, name in ((out, "x2", "so far"), (exact, "x3", "exact"))
+    ]  # fmt: skip
+
+
+def _stat_traces(stats: tuple, current, T_q: int) -> list[dict]:
+    """Each row's running max m and sum l as bars (orange: the current tile's rows), with
+    the final value as a ◇ beside them."""
     rows_now = np.zeros(T_q, bool)
     if current is not None:
         rows_now[current[0][0] : current[0][1]] = True
     colors = np.where(rows_now, ORANGE, BLUE).tolist()
     y = np.arange(T_q)
     dot = 8 if T_q <= 24 else 5  # the final-value ◇, smaller when the rows are thin
-    for name, now, final, xa in (("m", m, m_final, "x4"), ("l", l, l_final, "x5"))[: 2 * stats]:
+    m, l, m_final, l_final = stats
+    data = []
+    for name, now, final, xa in (("m", m, m_final, "x4"), ("l", l, l_final, "x5")):
         data += [
             dict(type="bar", orientation="h", x=np.asarray(now, np.float32), y=y, xaxis=xa,
                  yaxis="y", marker=dict(color=colors),
@@ -603,37 +511,49 @@ def walkthrough_chart(
                  hovertemplate="row %{y}<br>final " + name + " %{x:" + NUM_FMT
                  + "}<extra></extra>"),
         ]  # fmt: skip
-    shapes = []
+    return data
+
+
+def _walk_title_and_frames(step: int, n_steps: int, current, d_v: int) -> tuple[str, list]:
+    """The step's title, and the frames around the current tile and its output rows."""
     if current is None:
-        title = f"Step 0 of {n_steps}: no tile processed yet"
-    else:
-        (r0, r1), (c0, c1) = current
-        title = f"Step {step} of {n_steps}: query rows {r0}–{r1 - 1} meet keys {c0}–{c1 - 1}"
-        frame = dict(line=dict(color=BLACK, width=4), layer="above", y0=r0 - 0.5, y1=r1 - 0.5)
-        shapes.append(dict(frame, type="rect", x0=c0 - 0.5, x1=c1 - 0.5, xref="x", yref="y"))
-        shapes.append(dict(frame, type="rect", x0=-0.5, x1=d_v - 0.5, xref="x2", yref="y"))
+        return f"Step 0 of {n_steps}: no tile processed yet", []
+    (r0, r1), (c0, c1) = current
+    title = f"Step {step} of {n_steps}: query rows {r0}–{r1 - 1} meet keys {c0}–{c1 - 1}"
+    frame = dict(line=dict(color=BLACK, width=4), layer="above", y0=r0 - 0.5, y1=r1 - 0.5)
+    return title, [
+        dict(frame, type="rect", x0=c0 - 0.5, x1=c1 - 0.5, xref="x", yref="y"),
+        dict(frame, type="rect", x0=-0.5, x1=d_v - 0.5, xref="x2", yref="y"),
+    ]
+
+
+def _walk_layout(title: str, shape: tuple[int, int], d_v: int, dom: dict, stats: bool) -> dict:
+    T_q, T_k = shape
     layout = base_layout(title, "key position", "query row", height=520)
-    layout["xaxis"].update(domain=d_s, range=[-0.6, T_k - 0.4], showgrid=False, zeroline=False)
+    layout["xaxis"].update(domain=dom["s"], range=[-0.6, T_k - 0.4], showgrid=False, zeroline=False)
     # row 0 at the top; an explicit range, since the bars would pad an automatic one
     layout["yaxis"].update(range=[T_q - 0.5, -0.5], showgrid=False, zeroline=False)
     small = dict(showgrid=False, zeroline=False, dtick=1 if d_v <= 8 else None, anchor="y")
-    layout["xaxis2"] = dict(small, domain=d_o, title=dict(text="column"))
-    layout["xaxis3"] = dict(small, domain=d_e, title=dict(text="column"))
-    heads = [("scores q·k/√d_k", d_s), ("so far:<br>acc / l", d_o), ("exact", d_e)]
+    layout["xaxis2"] = dict(small, domain=dom["o"], title=dict(text="column"))
+    layout["xaxis3"] = dict(small, domain=dom["e"], title=dict(text="column"))
+    heads = [("scores q·k/√d_k", dom["s"]), ("so far:<br>acc / l", dom["o"]), ("exact", dom["e"])]
     if stats:
         stat = dict(anchor="y", nticks=3, tickformat=".2~g", rangemode="tozero")
-        layout["xaxis4"] = dict(stat, domain=d_m, title=dict(text="m"))
-        layout["xaxis5"] = dict(stat, domain=d_l, title=dict(text="l"))
-        heads += [("running<br>max m", d_m), ("running<br>sum l", d_l)]
+        layout["xaxis4"] = dict(stat, domain=dom["m"], title=dict(text="m"))
+        layout["xaxis5"] = dict(stat, domain=dom["l"], title=dict(text="l"))
+        heads += [("running<br>max m", dom["m"]), ("running<br>sum l", dom["l"])]
     else:
-        heads[1] = ("output<br>so far", d_o)
+        heads[1] = ("output<br>so far", dom["o"])
     layout["annotations"] = [
         dict(text=text, x=sum(d) / 2, y=1.0, xref="paper", yref="paper", showarrow=False,
              yanchor="bottom", font=dict(size=14))
         for text, d in heads
     ]  # fmt: skip
-    layout.update(shapes=shapes, showlegend=False, bargap=0.15)
-    fig = _figure(data, layout, dict(l=90, r=20, t=100, b=80))
+    return layout
+
+
+def _walk_caption(tiles, shape: tuple[int, int], block_q: int, block_k: int, stats: bool) -> str:
+    T_q, T_k = shape
     skipped = sum(1 for *_, v in tiles if not v)
     # scores inside the skipped tiles (edge tiles can be short when a block does not divide T)
     saved = sum(
@@ -667,176 +587,46 @@ def walkthrough_chart(
             f"mask they are never computed, which saves {saved:,} of the {T_q * T_k:,} scores "
             f"({saved / (T_q * T_k):.0%})."
         )
-    return Chart(fig, caption)
+    return caption
 
 
-# ------------------------------------------------------------------------------ the page's words
-# "Try this" experiments — (what to do, what you should see) — and the explanations, kept
-# here beside the pictures they refer to so the page script stays short.
+def walkthrough_chart(
+    scores: np.ndarray,
+    tiles: list[tuple[int, int, bool]],
+    out: np.ndarray,
+    exact: np.ndarray,
+    m: np.ndarray,
+    l: np.ndarray,
+    m_final: np.ndarray,
+    l_final: np.ndarray,
+    *,
+    block_q: int,
+    block_k: int,
+    step: int,
+    current: tuple[tuple[int, int], tuple[int, int]] | None,
+    stats: bool = True,
+) -> Chart:
+    """Five panels sharing the query rows, redrawn as ONE figure on every step: the T×T
+    scores under the tile grid (done tiles clear, waiting ones hazy, the current one
+    framed), the output so far (acc / l), the exact attention output, and each row's
+    running max m and running sum l beside their final values. With `stats` False (the
+    first view) only the first three.
 
-WIDE_D, SHORT_T = 4096, 256  # the compute step's "Try this" settings
-
-
-def try_compute(d_model: int) -> list[tuple[str, str]]:
-    """The compute step's experiments, their outcomes counted for this d_model."""
-    ratio = projection_macs(SHORT_T, d_model) / attention_macs(SHORT_T, d_model)
-    return [
-        (
-            f"Raise d_model to {WIDE_D:,}",
-            f"the crossover moves to T = 2·d = {crossover_T(WIDE_D):,}: below it, a wide model "
-            "spends more of its multiply–adds in the projections than in attention.",
-        ),
-        (
-            f"Set T = {SHORT_T}",
-            f"at d_model = {d_model} the projections cost {ratio:.3g}× as much as the attention "
-            f"itself: 4·T·d² / 2·T²·d = 2d / T = {2 * d_model / SHORT_T:.3g}.",
-        ),
-    ]
-
-
-def try_memory(batch: int, heads: int, layers: int, dtype: str, gpu_gb: float, T: int):
-    """The memory step's experiments, their outcomes computed for these settings."""
-    longer = min(2 * T, T_MAX)
-    per = attention_probs_bytes(batch, heads, longer, dtype)
-    other = "float32" if dtype != "float32" else "float16"
-    now_b, other_b = _bytes_per(dtype), _bytes_per(other)
-    swapped = attention_probs_bytes(batch, heads, T, other, layers)
-    return [
-        (
-            f"Set T = {longer:,}",
-            f"the probabilities grow with T²: {format_bytes(per)} per layer, "
-            f"{format_bytes(per * layers)} for {layers} layers — "
-            f"{gpu_share(per * layers, gpu_gb)} of a {gpu_gb:g} GiB card.",
-        ),
-        (
-            f"Switch the precision to {other}",
-            f"{other_b} bytes per probability instead of {now_b}: T = {T:,} then needs "
-            f"{format_bytes(swapped)} for {layers} layers.",
-        ),
-    ]
-
-
-def try_kv_cache(batch, layers, heads, kv_heads, d_head, dtype, gpu_gb) -> list[tuple[str, str]]:
-    """The KV-cache step's experiments, their outcomes computed for these settings."""
-    mha, gqa = (kv_cache_bytes(batch, T_MAX, layers, n, d_head, dtype) for n in (heads, kv_heads))
-    cards = math.ceil(mha / (gpu_gb * GIB))
-    fits = "fits one card" if cards == 1 else f"needs {cards:,} of them"
-    return [
-        (
-            "Set K/V heads to 1",
-            f"GQA turns into MQA and the KV cache shrinks by the factor h = {heads}.",
-        ),
-        (
-            f"Set T = {T_MAX:,}",
-            f"the MHA cache needs {format_bytes(mha)}: on {gpu_gb:g} GiB cards it {fits}; "
-            f"GQA's {kv_heads} K/V heads bring it to {format_bytes(gqa)}.",
-        ),
-    ]
-
-
-def try_sweep(heads: int, attention_top: int, top: int) -> list[tuple[str, str]]:
-    """The sweep step's experiments; `attention_top` and `top` are the largest T the sweep's
-    plan gives `attention` and the other two paths with `heads` heads."""
-    if attention_top < top:
-        budget = (
-            f"`attention` stops after T = {attention_top:,}: its T×T weights would pass this "
-            f"sweep's memory budget, while the tiled and fused paths go on to T = {top:,}."
-        )
-    else:
-        budget = f"all three paths still reach T = {top:,}: the budget is not the limit here."
-    return [
-        ("Run the sweep", "compare the memory slopes in the legend: 2 means T², 1 means T."),
-        (f"Set heads to {heads} in the sidebar and run it again", budget),
-        (
-            "Read the time panel",
-            "which path is fastest at the largest T? The fused kernel runs the tiled idea in "
-            "compiled code; ours pays Python's overhead on every tile.",
-        ),
-    ]
-
-
-PARALLEL_INTRO = (
-    "A score q_i·k_j needs query i and key j and nothing else: no score waits for another, so "
-    "all T² of them are one matrix product, and a device with many cores can work on all of "
-    "them at the same time. A recurrent network reads the sequence as "
-    "h_t = tanh(W h_{t−1} + U x_t): step t needs the state step t − 1 left behind, so its T "
-    "steps form a chain that no number of cores can shorten. That chain is the lesson's reason "
-    "why transformers train faster than RNNs on parallel hardware; how much of it shows depends "
-    "on the device, so both are timed below on this device, one "
-    f"sequence of T = {PARALLEL_TS[0]:,} … {PARALLEL_TS[-1]:,} vectors of width d: our Python "
-    "loop of T steps, torch.nn.RNN running the same steps in compiled code, the T² scores "
-    "alone, and the whole attention (scores, softmax and the weighted sum of the values)."
-)
-
-TRY_PARALLEL = [
-    (
-        "Time it at width 16, then at 512",
-        "which column moves more: the loop's (T steps, each a little bigger) or attention's?",
-    ),
-    (
-        "Compare the loop with torch.nn.RNN",
-        "compiled code removes Python's overhead per step, not the steps: both still take T.",
-    ),
-]
-
-TRY_WALKTHROUGH = [
-    (
-        "Switch on “Show the running max m and sum l”, then press Step through the first row "
-        "of tiles",
-        "m only ever rises; when it does, l is scaled down before the new keys are added.",
-    ),
-    (
-        "Turn on the causal mask",
-        "the grey tiles above the diagonal are never visited, and the answer still matches.",
-    ),
-    (
-        "Set the block size to 16 with T = 16",
-        "one tile holds everything, and its single step is ordinary softmax attention.",
-    ),
-]
-
-EXPLAIN_COST = (
-    "Where 4·T·d² and 2·T²·d come from",
-    "The projections are four (T × d) by (d × d) products — Q, K, V and the output — so "
-    "4·T·d² multiply–adds. Attention itself is Q Kᵀ (T × d by d × T) plus weights times V "
-    "(T × T by T × d): 2·T²·d, however the width is split into heads. The two are equal at "
-    "T = 2d. Memory follows a different rule: training keeps every head's T×T probabilities "
-    "for the backward pass, batch × h × T² × bytes per layer, so it grows with T² *and* with "
-    "the batch and the number of heads.",
-)
-
-EXPLAIN_ONLINE = (
-    "The online softmax in three lines",
-    "For every tile and every query row in it:\n\n"
-    r"$m' = \max\big(m,\ \max_j s_j\big)$, "
-    r"$\quad \ell' = e^{m - m'}\,\ell + \sum_j e^{s_j - m'}$, "
-    r"$\quad \mathrm{acc}' = e^{m - m'}\,\mathrm{acc} + \sum_j e^{s_j - m'}\,v_j$"
-    "\n\nand at the very end, output = acc / ℓ. The factor e^(m − m′) re-expresses what was "
-    "summed so far against the new maximum: the stable softmax's shift, applied late.",
-)
-
-EXPLAIN_FASTER = (
-    "Why FlashAttention is faster although it does more arithmetic",
-    "It performs the same 2·T²·d multiply–adds plus a little extra: the rescaling, and, in "
-    "training, recomputing tiles during the backward pass instead of storing them. On a GPU, "
-    "though, ordinary attention is slowed not by arithmetic but by traffic: writing T×T "
-    "scores to the GPU's main memory, reading them back for the softmax, writing the weights, "
-    "reading them again to mix V. Keeping each tile in small, fast on-chip SRAM removes that "
-    "traffic, so the kernel stops being limited by memory bandwidth — and memory use drops "
-    "from O(T²) to O(T).",
-)
-
-EXPLAIN_WEIGHTS = (
-    "What it cannot give you: the weights",
-    "A fused kernel never forms the attention matrix, so it cannot hand it back. Everything "
-    "that needs the weights — every heatmap in this app, debugging, analysis — needs the "
-    "explicit path. That is why `attention` stays in the test suite, where `fused_attention` "
-    "and `tiled_attention` are checked against it.",
-)
-
-INTRO = (
-    "Attention's arithmetic grows with T², and so does something worse: the T×T matrix of "
-    "probabilities kept for training. The steps below count both, measure them live on this "
-    "machine, and step through the tiled algorithm behind FlashAttention, which returns the "
-    "same answer without ever storing that matrix. The model and GPU are set in the sidebar."
-)
+    Built from nine traces and at most two shapes, so it stays cheap for T = 64 with 2×2
+    tiles (one figure with five panels draws faster than two figures with three and two).
+    """
+    scores = np.asarray(scores, np.float32)
+    out, exact = np.asarray(out, np.float32), np.asarray(exact, np.float32)
+    shape, d_v = scores.shape, exact.shape[1]
+    visited = [(qi, ki) for qi, ki, v in tiles if v]
+    veil = _veil(tiles, set(visited[:step]), shape, block_q, block_k)
+    dom = _domains(stats)
+    data = _tile_traces(scores, veil, _grid_lines(*shape, block_q, block_k), dom)
+    data += _output_traces(out, exact, dom)
+    if stats:
+        data += _stat_traces((m, l, m_final, l_final), current, shape[0])
+    title, shapes = _walk_title_and_frames(step, len(visited), current, d_v)
+    layout = _walk_layout(title, shape, d_v, dom, stats)
+    layout.update(shapes=shapes, showlegend=False, bargap=0.15)
+    fig = fast_figure(data, layout, dict(l=90, r=20, t=100, b=80))
+    return Chart(fig, _walk_caption(tiles, shape, block_q, block_k, stats))

@@ -26,10 +26,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from ..attention import attention, fused_attention
+from ..cost import attention_macs, attention_probs_bytes, projection_macs
 from ..device import dtype_bytes, parse_dtype
 from ..tiled import tiled_attention
 
@@ -54,24 +56,43 @@ class Measurement:
     peak_bytes: int  # bytes of q, k, v + the most the call held on top of them
 
 
+@dataclass(frozen=True)
+class SweepStop:
+    """Why a sweep stops where it does; the page words it (content/cost.md `sweep.stop.*`).
+
+    kind "cap": T = `asked` is past this device's ceiling `T` (`on` "gpu", or "cpu" for a
+    model of width `d_model`); "tiles": `method` stops before `T`, where its `tiles` tiles of
+    `block` × `block` would be more than a CPU sweep profiles; "budget": `method` stops
+    before `T`, where it would need `need_bytes`, more than the sweep's `budget_bytes`.
+    """
+
+    kind: str
+    T: int
+    method: str = ""
+    asked: int = 0
+    on: str = ""
+    d_model: int = 0
+    tiles: int = 0
+    block: int = 0
+    need_bytes: int = 0
+    budget_bytes: int = 0
+
+
 @dataclass
 class SweepPlan:
     """Which (method, T) points a sweep will measure, and why it stops where it does."""
 
     Ts: list[int]
     points: list[tuple[str, int]]
-    notes: list[str] = field(default_factory=list)
+    stops: list[SweepStop] = field(default_factory=list)
     budget_bytes: int = 0
     block: int = 64
 
 
-def memory_how(device: torch.device | str) -> str:
-    if torch.device(device).type == "cuda":
-        return "torch.cuda.max_memory_allocated (peak above what existed before the call)"
-    return (
-        "the CPU allocator's allocations and frees during the call, recorded by "
-        "torch.profiler and replayed in order to find the highest running total"
-    )
+def memory_source(device: torch.device | str) -> str:
+    """How peak memory is measured on `device`: "cuda" (the allocator's peak) or "cpu"
+    (the profiler's allocations replayed); content/cost.md `measure.how.<source>` says it."""
+    return "cuda" if torch.device(device).type == "cuda" else "cpu"
 
 
 def make_call(method: str, q, k, v, *, block: int = 64) -> Callable[[], torch.Tensor]:
@@ -141,6 +162,17 @@ def peak_memory_bytes(fn: Callable[[], torch.Tensor], device, inputs_bytes: int 
     return inputs_bytes + max(int(extra), 0)
 
 
+def _timed(fn: Callable[[], torch.Tensor], device: torch.device) -> float:
+    """Seconds of one call of fn, the device's queue drained before and after."""
+    _sync(device)
+    t0 = time.perf_counter()
+    r = fn()
+    _sync(device)
+    dt = time.perf_counter() - t0
+    del r
+    return dt
+
+
 def time_call(
     fn: Callable[[], torch.Tensor], device, *, budget_s: float = 0.3, reps: int = 5, stat=None
 ):
@@ -152,22 +184,12 @@ def time_call(
     on a log axis and keeps a sweep short.
     """
     device = torch.device(device)
-
-    def once() -> float:
-        _sync(device)
-        t0 = time.perf_counter()
-        r = fn()
-        _sync(device)
-        dt = time.perf_counter() - t0
-        del r
-        return dt
-
-    first = once()
+    first = _timed(fn, device)
     if first > budget_s:
         return first
     times: list[float] = []
     while len(times) < reps and sum(times) < budget_s:
-        times.append(once())
+        times.append(_timed(fn, device))
     return (stat or statistics.median)(times)
 
 
@@ -255,17 +277,17 @@ def memory_budget_bytes(device) -> int:
     return int(min(CPU_SWEEP_BUDGET, avail // 4))
 
 
-def max_sweep_T(device, d_model: int) -> tuple[int, str]:
-    """The largest T a sweep visits here, and the reason (time on this device)."""
+def max_sweep_T(device, d_model: int) -> int:
+    """The largest T a sweep visits here (time on this device)."""
     device = torch.device(device)
     if device.type == "cuda":
-        return 16384, "T = 16384 is the sweep's ceiling on a GPU"
+        return 16384
     # Keep one call of the explicit path under roughly 2·10¹⁰ multiply-adds (≈ a second here).
     macs_cap = 2e10
     T = 256
     while T < 4096 and 2 * (2 * T) ** 2 * d_model <= macs_cap:
         T *= 2
-    return T, f"on a CPU the sweep stops at T = {T} for d_model = {d_model} to stay quick"
+    return T
 
 
 def plan_sweep(
@@ -287,12 +309,13 @@ def plan_sweep(
     passes the memory budget; the others go on, which is the point of the comparison.
     """
     device = torch.device(device)
-    cap, why = max_sweep_T(device, heads * d_k)
-    notes = []
+    cap = max_sweep_T(device, heads * d_k)
+    stops = []
     top = max(min_top, 2 ** int(math.log2(max(T_top, 1))))
     if top > cap:
         if T_top > cap:
-            notes.append(f"You asked for T = {T_top:,}; {why}.")
+            on = "gpu" if device.type == "cuda" else "cpu"
+            stops.append(SweepStop("cap", cap, asked=T_top, on=on, d_model=heads * d_k))
         top = cap
     Ts = [2**i for i in range(8, int(math.log2(top)) + 1)]
     budget = memory_budget_bytes(device) if budget_bytes is None else budget_bytes
@@ -302,22 +325,16 @@ def plan_sweep(
         for T in Ts:
             tiles = math.ceil(T / block) ** 2
             if method == "tiled_attention" and device.type == "cpu" and tiles > MAX_PROFILED_TILES:
-                notes.append(
-                    f"`{method}` stopped before T = {T:,} ({tiles:,} tiles of {block} × {block}): "
-                    "on a CPU its memory is measured by recording every operation of every "
-                    f"tile, and a sweep records at most {MAX_PROFILED_TILES:,} tiles."
-                )
+                stops.append(SweepStop("tiles", T, method=method, tiles=tiles, block=block))
                 break
             need = predicted_peak_bytes(method, batch, heads, T, d_k, dtype, block)
             if need > budget:
-                notes.append(
-                    f"`{method}` stopped before T = {T:,}: it would need about "
-                    f"{need / 2**20:,.0f} MiB, more than the {budget / 2**20:,.0f} MiB "
-                    "this sweep may use here."
+                stops.append(
+                    SweepStop("budget", T, method=method, need_bytes=need, budget_bytes=budget)
                 )
                 break
             points.append((method, T))
-    return SweepPlan(Ts=Ts, points=points, notes=notes, budget_bytes=budget, block=block)
+    return SweepPlan(Ts=Ts, points=points, stops=stops, budget_bytes=budget, block=block)
 
 
 def fit_slope(Ts: list[int], ys: list[float], last: int = 3) -> float:
@@ -341,6 +358,42 @@ def device_memory_gib(device) -> float | None:
     if device.type != "cuda":
         return None
     return torch.cuda.get_device_properties(device).total_memory / 2**30
+
+
+# ------------------------------------------------------------------------ the calculators
+# The Compute and Memory steps draw their formulas over T = 16 … 131072 (powers of two).
+
+T_MIN, T_MAX = 16, 131072
+GIB = 2**30
+
+
+def pow2_range(lo: int = T_MIN, hi: int = T_MAX) -> np.ndarray:
+    """Every power of two from lo to hi, as float64 (a log axis's points)."""
+    return 2 ** np.arange(int(math.log2(lo)), int(math.log2(hi)) + 1, dtype=np.float64)
+
+
+def macs_against_T(d_model: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Ts, projection MACs 4·T·d², attention MACs 2·T²·d) per layer over T_MIN … T_MAX."""
+    Ts = pow2_range()
+    proj = np.array([projection_macs(int(t), d_model) for t in Ts], dtype=np.float64)
+    attn = np.array([attention_macs(int(t), d_model) for t in Ts], dtype=np.float64)
+    return Ts, proj, attn
+
+
+def probs_bytes_against_T(
+    batch: int, heads: int, dtype: str, layers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Ts, bytes of one layer's stored probabilities b·h·T², of all layers) over T_MIN … T_MAX."""
+    Ts = pow2_range()
+    per = attention_probs_bytes(batch, heads, 1, dtype) * Ts**2  # one layer: b·h·T²·bytes
+    return Ts, per, per * layers
+
+
+def largest_fitting_T(batch: int, heads: int, dtype: str, layers: int, gpu_gb: float) -> int:
+    """The largest power-of-two T whose stored probabilities (all layers) fit the GPU; 0 if none."""
+    per_T2 = attention_probs_bytes(batch, heads, 1, dtype, layers)  # bytes per unit of T²
+    fits = [int(t) for t in pow2_range(1, T_MAX * 8) if per_T2 * int(t) ** 2 <= gpu_gb * GIB]
+    return max(fits, default=0)
 
 
 # ------------------------------------------------------------------------ parallel vs recurrent
@@ -387,17 +440,6 @@ def recurrent_weights(d: int, *, seed: int = 0, device="cpu") -> tuple[torch.Ten
     g = torch.Generator().manual_seed(seed)
     W_hh, W_ih = (torch.randn(d, d, generator=g) / math.sqrt(d) for _ in range(2))
     return W_hh.to(device), W_ih.to(device)
-
-
-def _timed(fn: Callable[[], torch.Tensor], device: torch.device) -> float:
-    """Seconds of one call of fn, the device's queue drained before and after."""
-    _sync(device)
-    t0 = time.perf_counter()
-    r = fn()
-    _sync(device)
-    dt = time.perf_counter() - t0
-    del r
-    return dt
 
 
 def time_parallel_vs_recurrent(

@@ -33,6 +33,7 @@ from attn_core.lessons.cost import (
     METHODS,
     SDPA_BACKENDS,
     make_call,
+    memory_source,
     predicted_peak_bytes,
     qkv,
     recurrence,
@@ -40,6 +41,7 @@ from attn_core.lessons.cost import (
     time_call,
     time_parallel_vs_recurrent,
 )
+from ui.content import words
 
 MiB, GiB = 2**20, 2**30
 
@@ -244,6 +246,13 @@ def test_peak_memory_counts_a_known_allocation():
     assert 123 + 4 * n <= peak <= 123 + 3 * 4 * n
 
 
+def test_memory_source_names_how_peak_memory_is_measured_and_the_words_exist():
+    assert memory_source("cpu") == memory_source(torch.device("cpu")) == "cpu"
+    assert memory_source("cuda:0") == "cuda"  # names the device type; needs no GPU
+    assert "torch.profiler" in words("cost", "measure.how.cpu")
+    assert words("cost", "measure.how.cuda").startswith("torch.cuda.max_memory_allocated")
+
+
 def test_sdpa_backend_is_named():
     q, k, v = qkv(1, 2, 64, 16, "float32", "cpu")
     name = sdpa_backend(q, k, v)
@@ -266,15 +275,17 @@ def test_plan_sweep_stops_the_materialised_path_at_the_memory_budget():
     assert til == plan.Ts  # the O(T) paths go on
     assert att and max(att) < 2048
     assert all(predicted_peak_bytes("attention", 1, 8, t, 64, "float32") <= 64 * MiB for t in att)
-    assert any("attention" in n and "stopped before" in n for n in plan.notes)
+    assert any(s.kind == "budget" and s.method == "attention" for s in plan.stops)
+    stop = next(s for s in plan.stops if s.method == "attention")
+    assert max(att) * 2 == stop.T and stop.budget_bytes == 64 * MiB < stop.need_bytes
 
 
 def test_plan_sweep_caps_T_with_a_note():
     plan = plan_sweep(131072, batch=1, heads=8, d_k=64, dtype="float32", device="cpu")
     assert plan.Ts[-1] <= 4096
-    assert any("131,072" in n for n in plan.notes)
+    assert any(s.kind == "cap" and s.asked == 131072 and plan.Ts[-1] == s.T for s in plan.stops)
     small = plan_sweep(16, batch=1, heads=1, d_k=64, dtype="float32", device="cpu")
-    assert small.Ts == [256, 512, 1024, 2048] and not small.notes
+    assert small.Ts == [256, 512, 1024, 2048] and not small.stops
 
 
 # ----------------------------------------------------------------------------- the lesson's numbers

@@ -5,13 +5,11 @@ import pytest
 import attn_core
 from attn_core.tiled import scores_computed
 from tests.support.apptest import no_exception, reveal, run_page
+from ui import Words
 
 PAGE = "pages/cost.py"
-PROJ, ATTN, SAME = (
-    "the Q, K, V and output projections",
-    "the attention itself (scores and weighted sum)",
-    "both exactly the same",
-)
+W = Words("cost")
+PROJ, ATTN, SAME = W.choices("exercise.macs.choices").values()
 
 
 def macs_answer(T, d_model):
@@ -50,10 +48,10 @@ def walk():
 
 def test_both_new_questions_appear_unrevealed(compute, walk):
     text = " ".join(m.value for m in compute.markdown)
-    assert "Which part does more multiply–adds?" in text and "T = **1,024**" in text
+    assert W("exercise.macs.q", T=1024, d_model=512) in text
     assert compute.radio(key="pick-cost-macs-1024-512").options == [PROJ, ATTN, SAME]
     text = " ".join(m.value for m in walk.markdown)
-    assert "what percentage does the tiled loop actually compute?" in text
+    assert W("exercise.work.q", T=16, block=4, causal="off", full=256) in text
     assert walk.number_input(key="guess-cost-work-16-4-False").value is None
     for at in (compute, walk):
         assert not any(s.value.startswith(("Right", "Close enough")) for s in at.success)

@@ -7,18 +7,8 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from attn_core import (
-    attention,
-    attention_macs,
-    attention_probs_bytes,
-    crossover_T,
-    format_bytes,
-    kv_cache_bytes,
-    projection_macs,
-    tile_grid,
-    tiled_attention,
-    trace_state,
-)
+from attn_core import attention, tile_grid, tiled_attention, trace_state
+from attn_core.lessons.cost import largest_fitting_T
 from figures import Chart
 from figures import cost as fig
 
@@ -60,7 +50,7 @@ def test_probs_memory_chart_reproduces_the_lesson_and_draws_the_gpu_line():
     assert gpu_line.y0 == 24 * 2**30
     assert "512 MiB" in c.caption and "6 GiB" in c.caption
     # T = 2048 (24 GiB for 12 layers) is the largest that fits a 24 GiB card
-    assert fig.largest_fitting_T(32, 8, "float16", 12, 24) == 2048
+    assert largest_fitting_T(32, 8, "float16", 12, 24) == 2048
     assert "T = 2,048" in c.caption
     assert f.layout.yaxis.type == "log" and "GiB" in " ".join(f.layout.yaxis.ticktext)
 
@@ -72,7 +62,7 @@ def test_probs_memory_chart_extreme_settings_stay_finite():
     assert "PiB" in c.caption
     assert (
         "Not even T = 1 fits" not in c.caption
-        or fig.largest_fitting_T(1024, 64, "float32", 128, 8) == 0
+        or largest_fitting_T(1024, 64, "float32", 128, 8) == 0
     )
 
 
@@ -197,20 +187,6 @@ def test_formatters():
     assert fig.gpu_share(2**50, 8) == "131,072×"
 
 
-def test_words_are_complete():
-    for items in (
-        fig.try_compute(512),
-        fig.try_memory(32, 8, 12, "float16", 24, 1024),
-        fig.try_kv_cache(32, 12, 8, 2, 64, "float16", 24),
-        fig.try_sweep(64, 512, 4096),
-        fig.TRY_WALKTHROUGH,
-        fig.TRY_PARALLEL,
-    ):
-        assert 2 <= len(items) <= 3 and all(do and see for do, see in items)
-    for title, body in (fig.EXPLAIN_COST, fig.EXPLAIN_ONLINE, fig.EXPLAIN_FASTER):
-        assert title and len(body) > 100
-
-
 def test_every_builder_output_passes_plotly_validation(walk):
     """The builders skip plotly's validation for speed; here every figure is validated."""
     import plotly.graph_objects as go
@@ -270,80 +246,8 @@ def test_parallel_chart_draws_four_paths_and_reports_their_slopes():
     assert "recurrence 1.00" in c.caption and "attention 2.00" in c.caption
 
 
-def test_parallel_table_has_one_row_per_T_with_the_verdict():
-    rows = parallel_rows(lambda T: 1e-3, lambda T: 1e-3 * T / 128)  # equal at T = 128
-    md = fig.parallel_table_md(rows).splitlines()
-    assert len(md) == 2 + len(rows)
-    assert "| 64 | 64 / 1 |" in md[2] and "2× faster" in md[2]
-    assert "1× faster" in md[3] and "2× slower" in md[4]
-    assert md[4].endswith("| 8× |")  # 2·T²·d / 2·T·d² = T / d = 256 / 32
-
-
-@pytest.mark.parametrize(
-    "loop,attention,expect",
-    [
-        (lambda T: 1e-3, lambda T: 1e-5, "Attention beat the loop at every T measured (64 … 256)"),
-        (lambda T: 1e-5, lambda T: 1e-3, "the loop beat attention at every T measured (64 … 256)"),
-        (lambda T: 1e-3, lambda T: 1e-3 * T / 100, "beat the loop at T = 64; the loop won at "
-         "T = 128, 256"),
-    ],
-)  # fmt: skip
-def test_parallel_summary_says_what_was_measured(loop, attention, expect):
-    rows = parallel_rows(loop, attention)
-    text = fig.parallel_summary(rows, "GPU · test")
-    assert expect in text
-    last = rows[-1]
-    assert "256 dependent steps" in text and "1 matmul" in text and "65,536 scores" in text
-    assert fig.versus(last["loop_s"], last["attention_s"]) in text
-    assert fig.duration(last["loop_s"]) in text and fig.duration(last["attention_s"]) in text
-
-
 def test_duration_and_versus():
     assert fig.duration(2.5) == "2.5 s"
     assert fig.duration(0.0123) == "12.3 ms"
     assert fig.duration(9.1e-6) == "9.1 µs"
     assert fig.versus(3.0, 1.0) == "3× faster" and fig.versus(1.0, 1.5) == "1.5× slower"
-
-
-@pytest.mark.parametrize("d_model", [64, 512, 8192])
-def test_try_compute_counts_for_this_d_model(d_model):
-    (_, wide), (short, ratio) = fig.try_compute(d_model)
-    assert f"T = 2·d = {crossover_T(fig.WIDE_D):,}" in wide
-    r = projection_macs(fig.SHORT_T, d_model) / attention_macs(fig.SHORT_T, d_model)
-    assert short == f"Set T = {fig.SHORT_T}" and f"cost {r:.3g}× as much" in ratio
-
-
-@pytest.mark.parametrize(
-    "batch,heads,layers,dtype,gpu,T",
-    [
-        (32, 8, 12, "float16", 24, 1024),
-        (1, 1, 1, "float32", 8, 16),
-        (1024, 64, 128, "bfloat16", 192, 131072),
-    ],
-)
-def test_try_memory_counts_for_these_settings(batch, heads, layers, dtype, gpu, T):
-    (longer, grow), (swap, swapped) = fig.try_memory(batch, heads, layers, dtype, gpu, T)
-    T2 = min(2 * T, fig.T_MAX)
-    per = attention_probs_bytes(batch, heads, T2, dtype)
-    assert longer == f"Set T = {T2:,}"
-    assert f"{format_bytes(per)} per layer, {format_bytes(per * layers)} for {layers}" in grow
-    assert fig.gpu_share(per * layers, gpu) in grow
-    other = "float16" if dtype == "float32" else "float32"
-    assert swap.endswith(other)
-    assert format_bytes(attention_probs_bytes(batch, heads, T, other, layers)) in swapped
-
-
-@pytest.mark.parametrize("gpu", [8, 24, 192])
-def test_try_kv_cache_counts_for_these_settings(gpu):
-    (_, factor), (_, long) = fig.try_kv_cache(32, 12, 8, 2, 64, "float16", gpu)
-    assert "h = 8" in factor
-    mha = kv_cache_bytes(32, fig.T_MAX, 12, 8, 64, "float16")
-    cards = math.ceil(mha / (gpu * 2**30))
-    assert f"needs {format_bytes(mha)}" in long
-    assert (f"needs {cards:,} of them" if cards > 1 else "fits one card") in long
-    assert format_bytes(kv_cache_bytes(32, fig.T_MAX, 12, 2, 64, "float16")) in long
-
-
-def test_try_sweep_says_where_attention_stops():
-    assert "stops after T = 512" in fig.try_sweep(64, 512, 4096)[1][1]
-    assert "all three paths still reach T = 4,096" in fig.try_sweep(64, 4096, 4096)[1][1]

@@ -5,9 +5,17 @@ import math
 import re
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import attn_core
+from attn_core import cost as model
+from attn_core.lessons import cost as core
+from figures import cost as fig
+from figures.cost import duration, versus
+from tests.cost.test_figures import parallel_rows
 from tests.support.apptest import (
+    ROOT,
+    _registry,
     all_specs,
     no_exception,
     plotly_specs,
@@ -15,10 +23,13 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from ui import Words
+from ui.lesson import lesson
 
 COST = "pages/cost.py"
 KEY = "step"  # the tabs' URL key
-STEPS = ["Compute", "Parallel", "Memory", "KV cache", "Sweep", "Walkthrough"]
+STEPS = list(lesson("cost").steps)
+W = Words("cost")
 TITLES = {  # what each step draws before the sweep (or the timing) is run (title prefixes)
     "Compute": ["Compute per layer against sequence length (d_model = 512)"],
     "Parallel": [],
@@ -218,12 +229,12 @@ def test_causal_clamps_the_step_to_the_smaller_grid():
 @pytest.fixture
 def tiny_sweep(monkeypatch):
     """A two-point sweep (T = 256, 512) so the button's whole path runs in a few seconds."""
-    real = attn_core.plan_sweep
+    real = core.plan_sweep
 
     def small(T_top, **kw):
         return real(min(T_top, 512), **dict(kw, min_top=512))
 
-    monkeypatch.setattr(attn_core, "plan_sweep", small)
+    monkeypatch.setattr(core, "plan_sweep", small)  # where the page reads it
 
 
 def test_sweep_runs_on_the_button_and_reports_slopes_and_backend(tiny_sweep):
@@ -326,18 +337,6 @@ def try_lines(at) -> str:
 
 
 def test_try_this_counts_for_the_settings_in_the_sidebar():
-    from figures import cost as fig
-
-    at = step("Compute", d_model="64")
-    assert all(f"**{do}** — {see}" in try_lines(at) for do, see in fig.try_compute(64))
-    at = step("Memory", batch="4", dtype="float32", layers="2", gpu_gb="8", T="512")
-    no_exception(at)
-    for do, see in fig.try_memory(4, 8, 2, "float32", 8, 512):
-        assert f"**{do}** — {see}" in try_lines(at)
-    at = step("KV cache", heads="4", kv_heads="1", gpu_gb="80")
-    no_exception(at)
-    for do, see in fig.try_kv_cache(32, 12, 4, 1, 128, "float16", 80):
-        assert f"**{do}** — {see}" in try_lines(at)
     at = step("Sweep", d_model="512")
     plan = attn_core.plan_sweep(1024, batch=1, heads=64, d_k=8, dtype="float32", device="cpu")
     reach = max(t for m, t in plan.points if m == "attention")
@@ -346,3 +345,126 @@ def test_try_this_counts_for_the_settings_in_the_sidebar():
     if reach < top:
         want = f"stops after T = {reach:,}"
     assert want in try_lines(at)
+    assert "**Set heads to 64 in the sidebar and run it again** — " in try_lines(at)
+
+
+@pytest.mark.parametrize("d_model", [64, 512, 8192])
+def test_try_compute_counts_for_this_d_model(d_model):
+    at = step("Compute", d_model=str(d_model))
+    no_exception(at)
+    lines = try_lines(at)
+    r = model.projection_macs(256, d_model) / model.attention_macs(256, d_model)
+    assert (
+        f"**Raise d_model to 4,096** — the crossover moves to T = 2·d = {model.crossover_T(4096):,}"
+        in lines
+    )
+    assert (
+        f"**Set T = 256** — at d_model = {d_model} the projections cost {r:.3g}× as much" in lines
+    )
+    assert f"2d / T = {2 * d_model / 256:.3g}." in lines
+
+
+@pytest.mark.parametrize(
+    "batch,heads,layers,dtype,gpu,T",
+    [
+        (32, 8, 12, "float16", 24, 1024),
+        (1, 1, 1, "float32", 8, 16),
+        (1024, 64, 128, "bfloat16", 192, 131072),
+    ],
+)
+def test_try_memory_counts_for_these_settings(batch, heads, layers, dtype, gpu, T):
+    at = step(
+        "Memory", batch=str(batch), heads=str(heads), layers=str(layers), dtype=dtype,
+        gpu_gb=str(gpu), T=str(T), kv_heads="1",
+    )  # fmt: skip
+    no_exception(at)
+    assert not warnings(at)
+    lines = try_lines(at)
+    T2 = min(2 * T, fig.T_MAX)
+    per = model.attention_probs_bytes(batch, heads, T2, dtype)
+    assert f"**Set T = {T2:,}** — " in lines
+    assert (
+        f"{model.format_bytes(per)} per layer, {model.format_bytes(per * layers)} for {layers}"
+        in lines
+    )
+    assert fig.gpu_share(per * layers, gpu) in lines
+    other = "float16" if dtype == "float32" else "float32"
+    assert f"**Switch the precision to {other}** — " in lines
+    assert model.format_bytes(model.attention_probs_bytes(batch, heads, T, other, layers)) in lines
+
+
+@pytest.mark.parametrize("gpu", [8, 24, 192])
+def test_try_kv_cache_counts_for_these_settings(gpu):
+    at = step("KV cache", gpu_gb=str(gpu), d_model="512", heads="8", kv_heads="2")
+    no_exception(at)
+    lines = try_lines(at)
+    assert "GQA turns into MQA and the KV cache shrinks by the factor h = 8." in lines
+    mha = model.kv_cache_bytes(32, fig.T_MAX, 12, 8, 64, "float16")
+    cards = math.ceil(mha / (gpu * 2**30))
+    assert f"needs {model.format_bytes(mha)}" in lines
+    assert (f"needs {cards:,} of them" if cards > 1 else "fits one card") in lines
+    assert model.format_bytes(model.kv_cache_bytes(32, fig.T_MAX, 12, 2, 64, "float16")) in lines
+
+
+def test_the_words_are_complete():
+    for key in ("try.parallel", "try.walkthrough"):
+        items = W.pairs(key)
+        assert 2 <= len(items) <= 3 and all(do and see for do, see in items)
+    for key in ("explain.cost", "explain.online", "explain.faster", "explain.weights"):
+        assert len(W(key)) > 100
+
+
+# ------------------------------------------------------------- the parallel step's sentence
+
+
+def parallel_with(rows: list[dict]) -> AppTest:
+    """The Parallel step at width 64 with these rows already timed in this session."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at._registered_pages = _registry(60)
+    at.switch_page(COST)
+    at.query_params[KEY] = "Parallel"
+    at.session_state["_cost_parallel"] = {(64, str(attn_core.pick_device())): rows}
+    at.run()
+    no_exception(at)
+    return at
+
+
+@pytest.mark.parametrize(
+    "loop,attention,expect",
+    [
+        (lambda T: 1e-3, lambda T: 1e-5, "Attention beat the loop at every T measured (64 … 256)"),
+        (lambda T: 1e-5, lambda T: 1e-3, "the loop beat attention at every T measured (64 … 256)"),
+        (lambda T: 1e-3, lambda T: 1e-3 * T / 100, "beat the loop at T = 64; the loop won at "
+         "T = 128, 256"),
+    ],
+)  # fmt: skip
+def test_parallel_summary_says_what_was_measured(loop, attention, expect):
+    rows = parallel_rows(loop, attention)
+    md = [m.value for m in parallel_with(rows).markdown]
+    text = next(m for m in md if "dependent steps**" in m)
+    assert expect in text
+    last = rows[-1]
+    assert "256 dependent steps" in text and "1 matmul" in text and "65,536 scores" in text
+    assert versus(last["loop_s"], last["attention_s"]) in text
+    assert duration(last["loop_s"]) in text and duration(last["attention_s"]) in text
+
+
+def test_parallel_table_has_one_row_per_T_with_the_verdict():
+    rows = parallel_rows(lambda T: 1e-3, lambda T: 1e-3 * T / 128)  # equal at T = 128
+    md = [m.value for m in parallel_with(rows).markdown]
+    md = next(m for m in md if m.startswith("| T | dependent steps")).splitlines()
+    assert len(md) == 2 + len(rows)
+    assert "| 64 | 64 / 1 |" in md[2] and "2× faster" in md[2]
+    assert "1× faster" in md[3] and "2× slower" in md[4]
+    assert md[4].endswith("| 8× |")  # 2·T²·d / 2·T·d² = T / d = 256 / 32
+
+
+def test_try_sweep_says_where_attention_stops(monkeypatch):
+    assert "`attention` stops after T = " in try_lines(step("Sweep"))  # the CPU's budget
+    real = core.plan_sweep
+
+    def roomy(T_top, **kw):  # a budget no T×T matrix of the sweep passes
+        return real(T_top, **dict(kw, budget_bytes=1 << 50))
+
+    monkeypatch.setattr(core, "plan_sweep", roomy)
+    assert "all three paths still reach T = " in try_lines(step("Sweep"))
