@@ -11,20 +11,22 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .style import DIVERGING, NUM_FMT, OKABE_ITO, SEQUENTIAL, Chart, base_layout, line_layout
+from .parts import (
+    BLACK,
+    BLUE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    VERMILION,
+    format_bytes,
+    hline,
+    label,
+    legend_below,
+    vline,
+)
+from .style import DIVERGING, NUM_FMT, SEQUENTIAL, Chart, base_layout, line_layout
 from .style import to_numpy as _np
-
-BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY, _, BLACK = OKABE_ITO
-GREY = "#999999"
-
-
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
 
 # Margins wide enough for every figure's tick labels and axis titles. Plotly grows a margin
 # that is too small ("auto-margin") by laying the whole figure out a second time, on every
@@ -34,11 +36,10 @@ MARGIN = dict(l=90, r=20, t=50, b=85)
 
 
 def _legend_below(layout: dict, extra: int = 60) -> dict:
-    """Legend under the plot, so long titles on half-width charts do not collide with it."""
-    layout["legend"] = dict(orientation="h", yanchor="top", y=-0.3, xanchor="left", x=0.0)
-    layout["height"] = layout["height"] + extra
-    layout["margin"] = dict(b=MARGIN["b"] + extra)
-    return layout
+    """Legend under the plot, so long titles on half-width charts do not collide with it;
+    `extra` px of room under the margin that fits the axis labels."""
+    layout["margin"] = dict(b=MARGIN["b"])  # the other sides: MARGIN, set by _light
+    return legend_below(layout, y=-0.3, extra=extra)
 
 
 def _light(layout: dict) -> dict:
@@ -57,25 +58,9 @@ def _light(layout: dict) -> dict:
 
 
 def _hline(y: float, text: str, colour: str, dash: str, position: str) -> tuple[dict, dict]:
-    """A full-width horizontal reference line and its label, as plain layout entries
-    (cheaper than fig.add_hline, which re-validates the whole figure)."""
-    shape = dict(
-        type="line", xref="paper", x0=0, x1=1, yref="y", y0=y, y1=y,
-        line=dict(color=colour, dash=dash, width=2),
-    )  # fmt: skip
-    label = dict(
-        text=text, xref="paper", yref="y", y=y, showarrow=False,
-        x=0.02 if position == "left" else 0.98, xanchor=position,
-        yanchor="bottom", font=dict(size=13, color="#555555"),
-    )  # fmt: skip
-    return shape, label
-
-
-def _vline(x: float) -> dict:
-    return dict(
-        type="line", xref="x", x0=x, x1=x, yref="paper", y0=0, y1=1,
-        line=dict(color=PURPLE, dash="dot", width=2),
-    )  # fmt: skip
+    """A full-width horizontal reference line and its label at the left or right end."""
+    x = 0.02 if position == "left" else 0.98
+    return hline(y, color=colour, dash=dash), label(x, y, text, xanchor=position, size=13)
 
 
 def _strip(
@@ -98,6 +83,58 @@ def _strip(
     return z, text.tolist()
 
 
+def _grid_traces(scores: dict, weights: dict, labels: list[str]) -> list[dict]:
+    """The two heatmaps: every panel's scores (top, each on its own scale) and weights."""
+    s_mats = {k: _np(v) for k, v in scores.items()}
+    w_mats = {k: _np(weights[k]) for k in scores}
+    s_shown = {k: m / (float(np.abs(m).max()) or 1.0) for k, m in s_mats.items()}
+    z_s, text_s = _strip(s_mats, s_shown, labels, "score")
+    z_w, text_w = _strip(w_mats, w_mats, labels, "weight")
+    cell = dict(type="heatmap", xgap=1, ygap=1, hovertemplate="%{text}<extra></extra>")
+    return [
+        dict(cell, z=z_s, text=text_s, zmin=-1.0, zmax=1.0, colorscale=DIVERGING,
+             showscale=False, xaxis="x2", yaxis="y2"),
+        dict(cell, z=z_w, text=text_w, zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, xaxis="x",
+             yaxis="y", colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT,
+                                      thickness=14, len=0.45, y=0.0, yanchor="bottom")),
+    ]  # fmt: skip
+
+
+_TOP, _BOTTOM = [0.57, 1.0], [0.0, 0.43]  # the rows of panels: scores above, weights below
+
+
+def _grid_axes(layout: dict, labels: list[str], n: int) -> None:
+    """Bottom row (x, y): the weights, with the key labels; top row (x2, y2): the scores."""
+    T = len(labels)
+    x_range = [-0.5, n * (T + 1) - 1.5]
+    rows = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels, autorange="reversed")
+    plain = dict(showgrid=False, zeroline=False)
+    layout["xaxis"].update(
+        **plain, anchor="y", range=x_range, tickmode="array", tickvals=list(range(T)),
+        ticktext=labels,
+    )  # fmt: skip
+    layout["yaxis"].update(**plain, **rows, domain=_BOTTOM, anchor="x")
+    layout["xaxis2"] = dict(**plain, anchor="y2", range=x_range, showticklabels=False)
+    layout["yaxis2"] = dict(
+        **plain, **rows, domain=_TOP, anchor="x2", title=dict(text="scores: query token")
+    )
+
+
+def _panel_titles(scores: dict, entropies: dict[str, float], T: int) -> list[dict]:
+    """Each panel's name over it: the scores' range on top, the weights' entropy below."""
+    step = T + 1
+    sub = dict(xref="x", yref="paper", xanchor="center", yanchor="bottom", showarrow=False)
+    return [
+        dict(sub, text=f"<b>{k}</b><br>range {m.min():.2g} … {m.max():.2g}",
+             x=i * step + (T - 1) / 2, y=_TOP[1], font=dict(size=13))
+        for i, (k, m) in enumerate((k, _np(v)) for k, v in scores.items())
+    ] + [
+        dict(sub, text=f"<b>{k}</b><br>H = {entropies[k]:.2f}", x=i * step + (T - 1) / 2,
+             y=_BOTTOM[1], font=dict(size=13))
+        for i, k in enumerate(scores)
+    ]  # fmt: skip
+
+
 def scoring_grids(
     scores: dict[str, np.ndarray], weights: dict[str, np.ndarray], entropies: dict[str, float],
     labels: list[str],
@@ -109,54 +146,17 @@ def scoring_grids(
     subplots: this figure is redrawn on every move of the τ slider, and one figure with two
     traces draws several times faster in the browser than two figures of five subplots.
     """
-    names = list(scores)
-    T, n = len(labels), len(names)
-    step = T + 1
-    s_mats = {k: _np(v) for k, v in scores.items()}
-    w_mats = {k: _np(weights[k]) for k in names}
-    s_shown = {k: m / (float(np.abs(m).max()) or 1.0) for k, m in s_mats.items()}
-    z_s, text_s = _strip(s_mats, s_shown, labels, "score")
-    z_w, text_w = _strip(w_mats, w_mats, labels, "weight")
-    cell = dict(type="heatmap", xgap=1, ygap=1, hovertemplate="%{text}<extra></extra>")
-    data = [
-        dict(cell, z=z_s, text=text_s, zmin=-1.0, zmax=1.0, colorscale=DIVERGING,
-             showscale=False, xaxis="x2", yaxis="y2"),
-        dict(cell, z=z_w, text=text_w, zmin=0.0, zmax=1.0, colorscale=SEQUENTIAL, xaxis="x",
-             yaxis="y", colorbar=dict(title=dict(text="weight"), tickformat=NUM_FMT,
-                                      thickness=14, len=0.45, y=0.0, yanchor="bottom")),
-    ]  # fmt: skip
-    top, bottom = [0.57, 1.0], [0.0, 0.43]
-    x_range = [-0.5, n * step - 1.5]
-    rows = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels, autorange="reversed")
-    plain = dict(showgrid=False, zeroline=False)
+    T = len(labels)
     layout = base_layout(
         "Scores, and the weights softmax makes of them: the same queries and keys, five ways",
         "key token (1 … 8 in every panel)",
         "weights: query token",
         height=660,
     )
-    # bottom row (x, y): the weights, with the key labels; top row (x2, y2): the scores
-    layout["xaxis"].update(
-        **plain, anchor="y", range=x_range, tickmode="array", tickvals=list(range(T)),
-        ticktext=labels,
-    )  # fmt: skip
-    layout["yaxis"].update(**plain, **rows, domain=bottom, anchor="x")
-    layout["xaxis2"] = dict(**plain, anchor="y2", range=x_range, showticklabels=False)
-    layout["yaxis2"] = dict(
-        **plain, **rows, domain=top, anchor="x2", title=dict(text="scores: query token")
-    )
-    sub = dict(xref="x", yref="paper", xanchor="center", yanchor="bottom", showarrow=False)
-    layout["annotations"] = [
-        dict(sub, text=f"<b>{k}</b><br>range {m.min():.2g} … {m.max():.2g}",
-             x=i * step + (T - 1) / 2, y=top[1], font=dict(size=13))
-        for i, (k, m) in enumerate(s_mats.items())
-    ] + [
-        dict(sub, text=f"<b>{k}</b><br>H = {entropies[k]:.2f}", x=i * step + (T - 1) / 2,
-             y=bottom[1], font=dict(size=13))
-        for i, k in enumerate(names)
-    ]  # fmt: skip
+    _grid_axes(layout, labels, len(scores))
+    layout["annotations"] = _panel_titles(scores, entropies, T)
     layout["margin"] = dict(t=105, r=100)
-    fig = go.Figure(data=data, layout=_light(layout))
+    fig = go.Figure(data=_grid_traces(scores, weights, labels), layout=_light(layout))
     sharpest = min(entropies, key=entropies.get)
     flattest = max(entropies, key=entropies.get)
     return Chart(
@@ -195,7 +195,7 @@ def cosine_entropy_chart(
         _line(taus, ent, "cosine / τ", dict(color=BLUE, width=3), hover, mode="lines"),
         dict(
             type="scatter", x=[tau], y=[here], mode="markers", name=f"τ = {tau:g} (slider)",
-            marker=dict(color=VERMILLION, size=13, symbol="diamond"),
+            marker=dict(color=VERMILION, size=13, symbol="diamond"),
         ),
     ]  # fmt: skip
     uniform = _hline(math.log(T), f"uniform: ln {T} = {math.log(T):.2f}", GREY, "dash", "left")
@@ -274,7 +274,7 @@ def speed_chart(Ts: Sequence[int], dot_s: Sequence[float], additive_s: Sequence[
     traces = [
         _line(Ts, dot_ms, "dot product  q kᵀ", dict(color=BLUE, width=3), hover,
               mode="lines+markers"),
-        _line(Ts, add_ms, "additive  v_aᵀ tanh(W₁q + W₂k)", dict(color=VERMILLION, width=3),
+        _line(Ts, add_ms, "additive  v_aᵀ tanh(W₁q + W₂k)", dict(color=VERMILION, width=3),
               hover, mode="lines+markers+text", textposition="top center",
               text=[f"×{r:.0f}" if r >= 10 else f"×{r:.1f}" for r in ratios]),
     ]  # fmt: skip
@@ -299,11 +299,11 @@ def memory_chart(Ts: Sequence[int], nbytes: Sequence[int], budget: int) -> Chart
     mib = [b / 2**20 for b in nbytes]
     bar = dict(
         type="bar", x=[str(t) for t in Ts], y=mib,
-        marker=dict(color=[GREEN if b <= budget else VERMILLION for b in nbytes]),
-        text=[_fmt_bytes(b) for b in nbytes], textposition="outside",
+        marker=dict(color=[GREEN if b <= budget else VERMILION for b in nbytes]),
+        text=[format_bytes(b) for b in nbytes], textposition="outside",
         hovertemplate="T %{x}<br>%{text}<extra></extra>",
     )  # fmt: skip
-    cap = _hline(budget / 2**20, f"page cap {_fmt_bytes(budget)}", GREY, "dash", "left")
+    cap = _hline(budget / 2**20, f"page cap {format_bytes(budget)}", GREY, "dash", "left")
     cap[1]["y"] = math.log10(budget / 2**20)  # an annotation on a log axis takes log10(y)
     layout = base_layout(
         "Memory of additive's T×T×d intermediate (float32, d = 64)",
@@ -351,7 +351,7 @@ def smoother_chart(
         "x (query position; the samples' x are the keys)",
         "y",
         height=430,
-        shapes=[_vline(probe)],
+        shapes=[vline(probe, color=PURPLE)],
     )
     fig = _fig(traces, _legend_below(layout, 85))  # five entries: two rows
     return Chart(
@@ -378,7 +378,7 @@ def probe_weights_chart(x, weights: dict[str, np.ndarray], probe: float, bandwid
         "key position x_j",
         "attention weight",
         height=340,
-        shapes=[_vline(probe)],
+        shapes=[vline(probe, color=PURPLE)],
     )
     fig = _fig(traces, _legend_below(layout))
     return Chart(
@@ -420,7 +420,7 @@ def contributions_chart(tokens: list[str], weights, contributions, query: str = 
     w, c = _np(weights), _np(contributions)
     traces = [
         _bars(tokens, w, "weight α_j", BLUE, size=12),
-        _bars(tokens, c, "contribution ‖α_j v_j‖", VERMILLION, size=12),
+        _bars(tokens, c, "contribution ‖α_j v_j‖", VERMILION, size=12),
     ]
     layout = line_layout(
         f'What the query "{query}" attends to, and what it actually receives',

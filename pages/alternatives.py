@@ -2,41 +2,38 @@
 and why attention weights are not explanations."""
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
 
 import ui
-from attn_core import (
-    ADDITIVE_BUDGET_BYTES,
-    additive_intermediate_bytes,
-    additive_T_cap,
-    compare_scorings,
-    cosine_entropy_vs_tau,
-    format_bytes,
-    growth_exponent,
-    kernel_smoother_demo,
-    loud_key_example,
-    scoring_setup,
-    time_dot_vs_additive,
-    time_softmax_vs_linear,
-    weights_vs_contributions,
-)
-from attn_core.lessons.alternatives import (
-    SCORINGS,
-    SPEED_D,
-    cosine_max_weight_bound,
-    keys_holding,
-    sharpest_scoring,
-    typical_row_max,
-)
+from attn_core.cost import format_bytes
+from attn_core.lessons import alternatives as core
 from figures import alternatives as fa
 
 FILE = "pages/alternatives.py"
+W = ui.Words("alternatives")
+STEPS = ui.lesson("alternatives").steps
 LABELS = [str(i) for i in range(1, 9)]  # eight tokens
 TAUS = np.logspace(-2, 1, 61)
 T_OPTIONS = (256, 4096)  # slider range for the largest T of the timing sweeps
-STEPS = ("Scoring", "Cosine", "Speed", "Smoother", "Linear attention", "Contribution")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The sidebar: τ and the seed of the Scoring and Cosine steps (the same tokens)."""
+
+    tau: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One timing sweep: its sequence lengths on one device (shared between sessions)."""
+
+    Ts: tuple[int, ...]
+    device: str
 
 
 def _key(*parts) -> str:
@@ -49,75 +46,74 @@ def _key(*parts) -> str:
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def scoring_view(tau: float, seed: int):
+def scoring_view(s: Settings):
     """The five scorings of one set of tokens: their grids and the numbers the step reports."""
-    c = compare_scorings(scoring_setup(len(LABELS), seed=seed), tau)
+    c = core.compare_scorings(core.scoring_setup(len(LABELS), seed=s.seed), s.tau)
     return dict(
         grids=fa.scoring_grids(c.scores, c.weights, c.mean_entropy, LABELS),
         gap=c.absorption.max_abs_diff,
         top=c.absorption.max_abs_score,
         cos_range=(float(c.scores["cosine"].min()), float(c.scores["cosine"].max())),
         mean_entropy=c.mean_entropy,
-        sharpest=sharpest_scoring(c),
+        sharpest=core.sharpest_scoring(c),
     )
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def cosine_view(tau: float, seed: int):
+def cosine_view(s: Settings):
     """Cosine's temperature curve for the same tokens, and the loud-key example."""
-    s = scoring_setup(len(LABELS), seed=seed)
-    c = compare_scorings(s, tau)
-    ent = cosine_entropy_vs_tau(s.q, s.k, TAUS).numpy()  # the same q, k (T, d_k) as above
-    lk = loud_key_example(tau)
+    setup = core.scoring_setup(len(LABELS), seed=s.seed)
+    c = core.compare_scorings(setup, s.tau)
+    ent = core.cosine_entropy_vs_tau(setup.q, setup.k, TAUS).numpy()  # the same q, k (T, d_k)
+    lk = core.loud_key_example(s.tau)
+    scaled = c.mean_entropy["scaled dot"]
     return dict(
-        entropy=fa.cosine_entropy_chart(TAUS, ent, c.mean_entropy["scaled dot"], len(LABELS), tau),
-        loud=fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, tau),
-        cos_row_max=typical_row_max(c.weights["cosine"]),
+        entropy=fa.cosine_entropy_chart(TAUS, ent, scaled, len(LABELS), s.tau),
+        loud=fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, s.tau),
+        cos_row_max=core.typical_row_max(c.weights["cosine"]),
     )
 
 
-def score_speed(Ts: tuple[int, ...], device: str):
+def score_speed(t: Timing):
     def work(job):
         rows = ui.jobs.call(  # in a worker process, stopped by the job's budget
-            time_dot_vs_additive, Ts, device=device, hook="should_stop", should_stop=job.should_stop
-        )
+            core.time_dot_vs_additive, t.Ts, device=t.device, hook="should_stop",
+            should_stop=job.should_stop,
+        )  # fmt: skip
         return [(r.T, r.dot_s, r.additive_s) for r in rows]
 
-    return _timed("time_scores", Ts, device, work)
+    return _timed("time_scores", t, work)
 
 
-def attn_speed(Ts: tuple[int, ...], device: str):
+def attn_speed(t: Timing):
     def work(job):
         rows = ui.jobs.call(
-            time_softmax_vs_linear,
-            Ts,
-            device=device,
-            hook="should_stop",
+            core.time_softmax_vs_linear, t.Ts, device=t.device, hook="should_stop",
             should_stop=job.should_stop,
-        )
+        )  # fmt: skip
         return [(r.T, r.softmax_s, r.linear_s) for r in rows]
 
-    return _timed("time_linear", Ts, device, work)
+    return _timed("time_linear", t, work)
 
 
-def _timed(name: str, Ts: tuple[int, ...], device: str, work) -> tuple[list, str | None]:
+def _timed(name: str, t: Timing, work) -> tuple[list, str | None]:
     """(rows, why they stop short or None): timed once per server in a heavy-job slot
     (ui.jobs). A timing cut short by the server's per-job budget is kept for this session
     only, until its button is pressed again."""
     cut = st.session_state.get(f"_alt_cut_{name}")
-    if cut is not None and cut[0] == (Ts, device):
+    if cut is not None and cut[0] == t:
         return cut[1], cut[2]
     box = st.empty()
-    with st.spinner(f"Timing T = {Ts[0]} … {Ts[-1]} on this device: {len(Ts)} lengths…"):
+    with st.spinner(f"Timing T = {t.Ts[0]} … {t.Ts[-1]} on this device: {len(t.Ts)} lengths…"):
         rows, job = ui.jobs.shared(
-            ui.jobs.results(name, 8), (Ts, device), work, kind=name,
-            what=f"{name} to T {Ts[-1]}", show=lambda s: box.info(s, icon=":material/hourglass:"),
+            ui.jobs.results(name, 8), t, work, kind=name, what=f"{name} to T {t.Ts[-1]}",
+            show=lambda s: box.info(s, icon=":material/hourglass:"),
         )  # fmt: skip
     box.empty()
     if job is None or not job.stopped:
         return rows, None
-    why = job.stopped_text(len(rows), len(Ts), "sequence lengths")
-    st.session_state[f"_alt_cut_{name}"] = ((Ts, device), rows, why)
+    why = job.stopped_text(len(rows), len(t.Ts), "sequence lengths")
+    st.session_state[f"_alt_cut_{name}"] = (t, rows, why)
     return rows, why
 
 
@@ -129,19 +125,19 @@ def _gave_up(button_key: str, e: Exception) -> None:
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def smoother_view(bandwidth: float):
-    d = kernel_smoother_demo(bandwidth)
+    d = core.kernel_smoother_demo(bandwidth)
     return (
         fa.smoother_chart(
             d.x, d.y, d.x_query, d.truth, d.fits, bandwidth, d.probe, d.max_gap_softmax
         ),
         fa.probe_weights_chart(d.x, d.probe_weights, d.probe, bandwidth),
-        (d.probe, keys_holding(d.probe_weights["softmax attention"], 0.9), len(d.x)),
+        (d.probe, core.keys_holding(d.probe_weights["softmax attention"], 0.9), len(d.x)),
     )
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
 def contribution_view(value_scale: float):
-    c = weights_vs_contributions(value_scale)
+    c = core.weights_vs_contributions(value_scale)
     columns = {
         "weight α": c.weights,
         "‖v‖": c.value_norms,
@@ -159,9 +155,10 @@ def contribution_view(value_scale: float):
 # what the control changes (long markdown is re-rendered on every rerun that sends it).
 
 
-def scoring_controls() -> tuple[float, int]:
+def controls() -> Settings:
     """τ and the seed, in the sidebar: they drive the first two steps, which show the same
-    tokens (each later step has its own controls, inside it)."""
+    tokens (each later step has its own controls, inside it); their notes show above the
+    steps, so on every step."""
     with ui.controls_area():
         st.markdown("#### Scoring and Cosine")
         ui.used_by("step", STEPS, ("Scoring", "Cosine"))
@@ -170,43 +167,25 @@ def scoring_controls() -> tuple[float, int]:
             help="Cosine scores are divided by τ before softmax. Small τ sharpens.",
         )  # fmt: skip
         seed = ui.number("seed", "Random seed (tokens and matrices)", 0, 10_000, 0)
-    ui.show_notes(keys=("tau", "seed"))  # above the tabs, so on every step
-    return tau, seed
+    return Settings(tau, seed)
 
 
-def sharpest_exercise(v: dict, tau: float, seed: int) -> bool:
+# ----------------------------------------------------------------------------- Scoring
+def sharpest_exercise(v: dict, s: Settings) -> bool:
     """Which scoring is sharpest? True once revealed (the grids and their titles tell)."""
-    ent = " · ".join(f"{n} {v['mean_entropy'][n]:.2f}" for n in SCORINGS)
+    ent = " · ".join(f"{n} {v['mean_entropy'][n]:.2f}" for n in core.SCORINGS)
     return ui.predict_choice(
-        _key("alt-sharp", seed, tau),
-        f"Seed {seed}, τ = {tau:g}: which scoring gives the **sharpest** weights, i.e. the "
-        "lowest mean row entropy?",
-        SCORINGS, v["sharpest"],
-        "Softmax only reacts to *differences* between the scores in a row, so sharpness is "
-        "set by how widely a row's scores spread, not by the formula behind them. With "
-        "unit-variance q and k the raw dot product spreads by about √d_k = 4; bilinear is a "
-        "dot product with W folded into W_q, so it spreads about as much, and the two swap "
-        "first place from seed to seed. Scaled dot divides the spread by 4 on purpose. "
-        "Additive's spread depends on the size of v_a. Cosine scores can never be more than "
-        "2/τ apart, so cosine only wins once τ is small.",
-        truth=f"Mean row entropy in nats (uniform over 8 keys: ln 8 = 2.08): {ent}.",
-        secret=[f"{v['mean_entropy'][n]:.2f}" for n in SCORINGS],  # the grids' titles
-    )  # fmt: skip
-
-
-def scoring_step(tau: float, seed: int) -> None:
-    st.subheader("Five ways to score a query against a key")
-    words, ask = st.columns([1, 1.2], gap="large")  # the question beside what it asks about
-    words.markdown(
-        "Attention needs one number per (query, key) pair before softmax. The transformer's "
-        "choice, the dot product, is not the only one. Here the same eight random tokens "
-        "are scored five ways:\n\n- **dot** qᵀk\n- **scaled dot** qᵀk/√d_k\n- **additive** "
-        "v_aᵀ tanh(W₁q + W₂k), a tiny neural network per pair (the original 2014 attention)\n"
-        "- **cosine** cos(q, k)/τ\n- **bilinear** qᵀWk with an extra learned matrix W"
+        _key("alt-sharp", s.seed, s.tau),
+        W("exercise.sharp.q", seed=s.seed, tau=s.tau),
+        core.SCORINGS,
+        v["sharpest"],
+        W("exercise.sharp.why"),
+        truth=W("exercise.sharp.truth", entropies=ent),
+        secret=[f"{v['mean_entropy'][n]:.2f}" for n in core.SCORINGS],  # the grids' titles
     )
-    v = scoring_view(tau, seed)
-    with ask:
-        shown = sharpest_exercise(v, tau, seed)
+
+
+def scoring_metrics(v: dict, tau: float) -> None:
     c1, c2, _ = st.columns([1, 1, 2])
     c1.metric(
         "Bilinear − absorbed dot",
@@ -219,95 +198,67 @@ def scoring_step(tau: float, seed: int) -> None:
         f"{max(abs(x) for x in v['cos_range']):.3g}",
         help=f"Cosine scores lie in [−1/τ, 1/τ] = [−{1 / tau:.3g}, {1 / tau:.3g}].",
     )
+
+
+def scoring_step(s: Settings) -> None:
+    st.subheader("Five ways to score a query against a key")
+    words, ask = st.columns([1, 1.2], gap="large")  # the question beside what it asks about
+    words.markdown(W("scoring.intro"))
+    v = scoring_view(s)
+    with ask:
+        shown = sharpest_exercise(v, s)
+    scoring_metrics(v, s.tau)
     if shown:  # the weight grids show which is sharpest, and their titles its entropy
         ui.show(v["grids"])
     else:
-        ui.until_reveal("The five grids of scores and weights")
-    st.markdown(
-        "**Bilinear is redundant.** With q = xW_q, the bilinear score (xW_q)W(xW_k)ᵀ is the "
-        "plain dot product of x(W_qW) and xW_k. A learned W_q can become W_qW, so the extra "
-        "matrix adds parameters and no expressive power — the metric *Bilinear − absorbed "
-        "dot* above is that identity, checked live."
-    )
-    ui.try_this(
-        [
-            ("Leave τ at 1", "the cosine panel of weights is almost a flat colour: every row "
-             "is close to uniform, entropy near ln 8 = 2.08."),
-            ("Lower τ to 0.05", "cosine's weights turn as sharp as the dot product's; the "
-             "Cosine step shows why."),
-            ("Change the seed", "patterns change, but bilinear always matches the absorbed "
-             "dot product to about 1e-15, and dot is always sharper than scaled dot."),
-        ]
-    )  # fmt: skip
+        ui.until_reveal(W("scoring.hidden"))
+    st.markdown(W("scoring.bilinear"))
+    ui.try_this(W.pairs("try.scoring"))
 
 
-def cosine_step(tau: float, seed: int) -> None:
+# ----------------------------------------------------------------------------- Cosine
+def cosine_step(s: Settings) -> None:
     st.subheader("Cosine's bound: flat weights, and deaf to length")
-    st.markdown(
-        "Cosine scoring divides the length out of both vectors, so every score lies in "
-        "[−1/τ, 1/τ]. Two consequences: the weights stay flat unless the temperature τ is "
-        "small, and a key can no longer ask for attention by being long."
-    )
-    v = cosine_view(tau, seed)
+    st.markdown(W("cosine.intro"))
+    v = cosine_view(s)
     c1, c2 = st.columns(2, gap="large")
     with c1:
         ui.show(v["entropy"])
     with c2:
         ui.show(v["loud"])
-    bound = cosine_max_weight_bound(tau, len(LABELS))
+    bound = core.cosine_max_weight_bound(s.tau, len(LABELS))
     ui.predict_number(
-        _key("alt-cosmax", seed, tau),
-        f"Cosine scoring at τ = {tau:g}, seed {seed}, eight keys: how big is the largest "
-        "weight in a typical row? (Take each row's largest weight and average over the rows.)",
+        _key("alt-cosmax", s.seed, s.tau),
+        W("exercise.cosmax.q", tau=s.tau, seed=s.seed),
         v["cos_row_max"],
-        f"Even in the most lopsided row possible — cosine +1 for one key, −1 for the other "
-        f"seven — softmax at τ = {tau:g} could give that key at most {bound:.3g}. Real rows "
-        "are far from that extreme: random vectors in 16 dimensions are close to "
-        "perpendicular, so their cosines bunch up near 0 and the row stays close to uniform "
-        "(1/8 = 0.125) unless τ is small. Removing the length also removed most of the "
-        "spread, which is why cosine attention needs a small, usually learned, temperature.",
+        W("exercise.cosmax.why", tau=s.tau, bound=bound),
         rel_tol=0.15, abs_tol=0.03, fmt="{:.3f}", lo=0.0, hi=1.0,
     )  # fmt: skip
-    ui.try_this(
-        [
-            ("Leave τ at 1", "the entropy sits close to ln 8 = 2.08, the uniform row."),
-            ("Lower τ to 0.05", "cosine becomes as sharp as the dot product, and the aligned "
-             "short key takes nearly all the weight in the bar chart."),
-        ]
-    )  # fmt: skip
-    ui.explain(
-        "Why keep the length? Why not always normalise?",
-        "The dot product is ‖q‖‖k‖cos θ. The angle says *what* a key is about; the length "
-        "lets a key say *how strongly* it should be read. Models learn to use that — a key "
-        "with a large norm gets attention from many queries. Cosine divides the length away, "
-        "which makes scores bounded and stable but throws that channel out, and it needs a "
-        "temperature (usually learned) before softmax can be decisive at all.",
-    )
+    ui.try_this(W.pairs("try.cosine"))
+    ui.explain("Why keep the length? Why not always normalise?", W("explain.cosine"))
 
 
+# ----------------------------------------------------------------------------- the timings
 def timing_T(*, cap_note: bool) -> tuple[int, ...]:
     """The T slider of the timing sweeps (the same widget in the Speed and Linear attention
-    steps); returns the sweep's T = 128, 256 … T."""
-    T = ui.pow2_slider(
-        "T", "T — longest sequence to time", *T_OPTIONS, 1024,
-        help="The timings run over T = 128, 256 … up to this value, with d = 64.",
-    )  # fmt: skip
-    cap = additive_T_cap(SPEED_D)
-    if cap_note and cap < T:
-        need = format_bytes(additive_intermediate_bytes(T, T, SPEED_D))
-        ui.note(
-            f"At T = {T} additive scoring would build a {need} intermediate; additive is "
-            f"timed only up to T = {cap} ({format_bytes(ADDITIVE_BUDGET_BYTES)} cap). "
-            f"The other timings go up to {T}."
-        )
-    ui.show_notes(keys=("T",))
+    steps), its note below it; returns the sweep's T = 128, 256 … T."""
+    with ui.noting():
+        T = ui.pow2_slider(
+            "T", "T — longest sequence to time", *T_OPTIONS, 1024,
+            help="The timings run over T = 128, 256 … up to this value, with d = 64.",
+        )  # fmt: skip
+        cap = core.additive_T_cap(core.SPEED_D)
+        if cap_note and cap < T:
+            need = format_bytes(core.additive_intermediate_bytes(T, T, core.SPEED_D))
+            budget = format_bytes(core.ADDITIVE_BUDGET_BYTES)
+            ui.note(W("note.additive_cap", T=T, need=need, cap=cap, budget=budget))
     return tuple(2**i for i in range(7, int(math.log2(T)) + 1))  # 128 … T
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def memory_view(Ts: tuple[int, ...]):
-    nbytes = [additive_intermediate_bytes(t, t, SPEED_D) for t in Ts]
-    return fa.memory_chart(Ts, nbytes, ADDITIVE_BUDGET_BYTES)
+    nbytes = [core.additive_intermediate_bytes(t, t, core.SPEED_D) for t in Ts]
+    return fa.memory_chart(Ts, nbytes, core.ADDITIVE_BUDGET_BYTES)
 
 
 def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -323,21 +274,34 @@ def _measured(button_key: str, label: str, Ts: tuple[int, ...]) -> tuple[int, ..
     done = st.session_state.get(f"_alt_{button_key}")
     if done == Ts:
         return Ts
-    key = (done, str(ui.device()))
+    key = Timing(done, str(ui.device())) if done else None
     cut = st.session_state.get(f"_alt_cut_{button_key}")
     if key not in ui.jobs.results(button_key, 8) and not (cut and cut[0] == key):
         done = None  # shown only while kept: showing must never start a timing
-    st.caption(
-        f"Not measured yet for T = {Ts[0]} … {Ts[-1]}: timings run only when asked, then stay "
-        "cached."
-        + (f" Shown meanwhile: the last timing, T = {done[0]} … {done[-1]}." if done else "")
-    )
+    meanwhile = " " + W("timing.meanwhile", first=done[0], last=done[-1]) if done else ""
+    st.caption(W("timing.not_yet", first=Ts[0], last=Ts[-1]) + meanwhile)
     return done
 
 
-def score_speed_view(Ts: tuple[int, ...], device: str):
+def _timed_rows(button_key: str, shown: tuple[int, ...] | None, view) -> tuple | None:
+    """(rows, chart or None) of the timing shown, or None: nothing asked, nothing timed, or
+    the press waited past the server's cap (said so). A timing cut short says why."""
+    if not shown:
+        return None
+    try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
+        rows, chart, cut = view(Timing(shown, str(ui.device())))
+    except ui.jobs.GaveUpError as e:
+        _gave_up(button_key, e)
+        return None
+    if cut:
+        st.warning(cut, icon=":material/timer_off:")
+    return (rows, chart) if rows else None
+
+
+# ----------------------------------------------------------------------------- Speed
+def score_speed_view(t: Timing):
     """(rows, chart or None: fewer than two rows, why the rows stop short or None)."""
-    rows, cut = score_speed(Ts, device)
+    rows, cut = score_speed(t)
     return rows, score_speed_chart(tuple(rows)) if len(rows) >= 2 else None, cut
 
 
@@ -346,23 +310,11 @@ def score_speed_chart(rows: tuple):
     return fa.speed_chart(*zip(*rows, strict=True))
 
 
-def speed_step() -> None:
+def speed_step(_: Settings) -> None:
     st.subheader("Why the dot product won: speed, measured here")
-    st.markdown(
-        "On paper additive and dot-product scores cost the same: O(T²·d) multiply-adds. In "
-        "practice the dot product is **one matrix multiply**, the operation hardware is built "
-        "for, while additive scoring must write a T×T×d tensor, apply tanh to every entry and "
-        "read it back."
-    )
+    st.markdown(W("speed.intro"))
     speed_live()
-    ui.try_this(
-        [
-            ("Press the button at T = 1024", "additive takes many times longer than the dot "
-             "product for the same T² pairs, at every T in the sweep."),
-            ("Drag T to 4096", "the bars turn red: additive would need 4 GiB for one head of "
-             "one layer, so the page refuses to time it and says so."),
-        ]
-    )  # fmt: skip
+    ui.try_this(W.pairs("try.speed"))
 
 
 @st.fragment
@@ -372,79 +324,43 @@ def speed_live() -> None:
         Ts = timing_T(cap_note=True)
     with right:
         ui.show(memory_view(Ts))
-    timed = tuple(t for t in Ts if t <= additive_T_cap(SPEED_D))
+    timed = tuple(t for t in Ts if t <= core.additive_T_cap(core.SPEED_D))
     b, m1, m2 = st.columns([2, 1, 1], vertical_alignment="center")
     with b:
         shown = _measured("time_scores", "Time dot product vs additive on this device", timed)
-    if not shown:
+    if (got := _timed_rows("time_scores", shown, score_speed_view)) is None:
         return
-    try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
-        rows, chart, cut = score_speed_view(shown, str(ui.device()))
-    except ui.jobs.GaveUpError as e:
-        return _gave_up("time_scores", e)
-    if cut:
-        st.warning(cut, icon=":material/timer_off:")
-    if not rows:
-        return
+    rows, chart = got
     T_last, dot_s, add_s = rows[-1]
     m1.metric(f"Additive ÷ dot at T = {T_last}", f"{add_s / dot_s:.3g}×")
     m2.metric(
         f"Intermediate at T = {T_last}",
-        format_bytes(additive_intermediate_bytes(T_last, T_last, SPEED_D)),
+        format_bytes(core.additive_intermediate_bytes(T_last, T_last, core.SPEED_D)),
     )
     if chart is not None:
         ui.show(chart)
 
 
-def smoother_step() -> None:
+# ----------------------------------------------------------------------------- Smoother
+def smoother_step(_: Settings) -> None:
     st.subheader("Attention is a kernel smoother")
-    st.markdown(
-        "Forget tokens for a moment. Keys are positions x_j on a line, values are noisy "
-        "measurements y_j, and a query at x asks for *the y around here*. The classic answer "
-        "(Nadaraya–Watson, 1964) is a weighted average of the y_j, with weights from a kernel "
-        "that falls off with distance — which is exactly the shape of attention."
-    )
-    st.markdown(
-        "Three smoothers of the same 80 samples: **Gaussian kernel** K = exp(−(x − x_j)²/2h²) · "
-        "**softmax attention** with query [x, 1]/h² and key [x_j, −x_j²/2] · **linear "
-        "attention**, φ(q)·φ(k) with φ = elu + 1 applied to 24 features of x (minus the "
-        "squared distance to 24 evenly spaced anchors, over h²)."
-    )
+    st.markdown(W("smoother.intro"))
+    st.markdown(W("smoother.three"))
     smoother_live()
-    ui.try_this(
-        [
-            ("Set the bandwidth to 5", "every curve flattens towards the mean of the samples: "
-             "each query now averages almost everything."),
-            ("Set it to 0.1", "the curves chase the noise. Linear attention turns lumpy: its 24 "
-             "anchors are 0.43 apart, too coarse for so narrow a kernel."),
-            ("Look for the softmax-attention curve", "you cannot see it: it lies exactly on "
-             "the Gaussian curve at every bandwidth."),
-        ]
-    )  # fmt: skip
+    ui.try_this(W.pairs("try.smoother"))
     ui.explain(
-        "Why is softmax attention *exactly* the Gaussian kernel here?",
-        "Expand the exponent: −(x − x_j)²/2h² = (x·x_j − x_j²/2)/h² − x²/2h². The last term "
-        "is the same for every key, and softmax ignores anything added to a whole row. What "
-        "is left is a dot product between the query [x, 1]/h² and the key [x_j, −x_j²/2]. So "
-        "softmax(q·k) is a normalised kernel; in a transformer the kernel is learned (through "
-        "W_q and W_k) and need not be symmetric.\n\n"
-        "**Linear attention** swaps exp(q·k) for φ(q)·φ(k) with a positive feature map φ "
-        "(here elu + 1). Then Σ_j φ(q)·φ(k_j) v_j = φ(q)ᵀ(Σ_j φ(k_j)v_jᵀ): the sum over keys "
-        "is computed once, and each query costs O(d²) instead of O(T·d). The price is that "
-        "the kernel must be written with a fixed, finite number of features. The *Linear "
-        "attention* step times the two.",
+        "Why is softmax attention *exactly* the Gaussian kernel here?", W("explain.smoother")
     )
 
 
 @st.fragment
 def smoother_live() -> None:
     left, right = st.columns([1, 3.5], gap="medium")
-    with left:
+    with left, ui.noting():
         bandwidth = ui.log_slider(
             "bandwidth", "bandwidth h — kernel width", 0.1, 5.0, 0.5,
             help="How far from the query a sample still gets weight.",
         )  # fmt: skip
-        ui.show_notes(keys=("bandwidth",))
     fit, probe, (x_probe, n90, n) = smoother_view(bandwidth)
     with right:
         ui.show(fit)
@@ -452,49 +368,32 @@ def smoother_live() -> None:
     guess = min(n, n / 10 * 2 * 1.645 * bandwidth)  # samples per unit × the central 90 % width
     ui.predict_number(
         _key("alt-window", bandwidth),
-        f"Bandwidth h = {bandwidth:g}: the query at x = {x_probe:g} averages the {n} samples. "
-        "Taking the heaviest first, how many samples carry 90 % of its softmax-attention "
-        "weight?",
+        W("exercise.window.q", bandwidth=bandwidth, x_probe=x_probe, n=n),
         n90,
-        "Softmax attention here *is* a Gaussian kernel of width h, so a sample's weight falls "
-        "off with its distance from the query, and about 90 % of a Gaussian's mass lies "
-        f"within ±1.64 h. The {n} samples are spread over [0, 10], about {n / 10:g} per unit, "
-        f"so a rough count is {n / 10:g} × 3.3 h ≈ {guess:.0f} — capped at {n} once the "
-        "window is wider than the data. A narrow window averages a handful of noisy samples "
-        "and follows the noise; a wide one averages nearly everything and flattens the curve.",
+        W("exercise.window.why", n=n, per_unit=n / 10, guess=guess),
         rel_tol=0.25, abs_tol=2, fmt="{:.0f}", lo=1, hi=n,
     )  # fmt: skip
 
 
-def attn_speed_view(Ts: tuple[int, ...], device: str):
+# ----------------------------------------------------------------------------- Linear attention
+def attn_speed_view(t: Timing):
     """(rows, chart or None: fewer than two rows, why the rows stop short or None)."""
-    rows, cut = attn_speed(Ts, device)
+    rows, cut = attn_speed(t)
     return rows, attn_speed_chart(tuple(rows)) if len(rows) >= 2 else None, cut
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def attn_speed_chart(rows: tuple):
     T_, soft, lin = zip(*rows, strict=True)
-    exps = (growth_exponent(T_, soft), growth_exponent(T_, lin))
+    exps = (core.growth_exponent(T_, soft), core.growth_exponent(T_, lin))
     return fa.attn_speed_chart(T_, soft, lin, exps)
 
 
-def linear_step() -> None:
+def linear_step(_: Settings) -> None:
     st.subheader("Softmax against linear attention, timed")
-    st.markdown(
-        "Softmax attention builds the T×T weights, so its cost grows like T². Linear "
-        "attention (the third curve of the *Smoother* step) sums φ(k_j)v_jᵀ over the keys "
-        "once and never forms them, so its cost grows like T. Both are timed here with "
-        "d = 64, at T = 128, 256 … up to the slider's T."
-    )
+    st.markdown(W("linear.intro"))
     linear_live()
-    ui.try_this(
-        [
-            ("Press the button, then drag T to 4096 and press again", "the lines part as T "
-             "grows: softmax's time rises with a slope near 2 on the log–log plot, linear's "
-             "near 1 (the caption gives both)."),
-        ]
-    )  # fmt: skip
+    ui.try_this(W.pairs("try.linear"))
 
 
 @st.fragment
@@ -504,49 +403,22 @@ def linear_live() -> None:
         Ts = timing_T(cap_note=False)
     with b:
         shown = _measured("time_linear", "Time softmax vs linear attention on this device", Ts)
-    if not shown:
+    if (got := _timed_rows("time_linear", shown, attn_speed_view)) is None:
         return
-    try:  # a heavy job: queued for a server slot, stopped at the per-job budget (ui.jobs)
-        rows, chart, cut = attn_speed_view(shown, str(ui.device()))
-    except ui.jobs.GaveUpError as e:
-        return _gave_up("time_linear", e)
-    if cut:
-        st.warning(cut, icon=":material/timer_off:")
-    if not rows:
-        return
+    rows, chart = got
     T_last, soft, lin = rows[-1]
     m1.metric(f"Softmax ÷ linear at T = {T_last}", f"{soft / lin:.3g}×")
     if chart is not None:
         ui.show(chart)
 
 
-def contribution_step() -> None:
+# ----------------------------------------------------------------------------- Contribution
+def contribution_step(_: Settings) -> None:
     st.subheader("Attention weights are not explanations")
-    st.markdown(
-        'A constructed example. The query is "good"; most of its weight goes to **[SEP]**, a '
-        "separator whose value vector is nearly zero, while **not** gets the least weight but "
-        "carries a long value. The output is Σ α_j v_j, so what a token *adds* is α_j v_j."
-    )
+    st.markdown(W("contribution.intro"))
     contribution_live()
-    ui.try_this(
-        [
-            ("Drag the value length to 0", "[SEP] keeps 58 % of the weight and contributes "
-             "exactly nothing; knocking it out changes nothing."),
-            ("Drag it to 1", "now [SEP] is a normal token and does contribute the most: the "
-             "weights tell the truth only when the values are comparable."),
-            ("Open the table", "deleting [SEP] outright changes the output's length a lot but "
-             "turns it by only a few degrees: it was a place to park weight, not a source."),
-        ]
-    )  # fmt: skip
-    ui.explain(
-        "What should I look at instead of the weights?",
-        "At least the contribution ‖α_j v_j‖, after the value projection — better, what "
-        "the output projection and the rest of the network do with it. Attention maps show "
-        "where a head *reads*, not what it *uses*. Heads often park weight on separators, "
-        "punctuation or the first token, whose values are close to zero: a no-op that looks "
-        "like intense interest on a heat map. Removal tests (ablations) and gradient-based "
-        "attributions measure use more directly, and they often disagree with the weights.",
-    )
+    ui.try_this(W.pairs("try.contribution"))
+    ui.explain("What should I look at instead of the weights?", W("explain.contribution"))
 
 
 VALUE_SCALE = 0.02  # the slider's default, and the length the exercise asks about
@@ -562,41 +434,41 @@ def knock_exercise() -> bool:
     )
     return ui.predict_choice(
         _key("alt-knock", VALUE_SCALE),
-        f"[SEP]'s value vector has length {VALUE_SCALE:g}. Knock out one token's term α_j v_j "
-        "while the other weights stay as they are: which token's removal moves the output "
-        "the most?",
-        options, options[int(c.knockout_change.argmax())],
-        "Knocking out token j moves the output by exactly α_j v_j, so what counts is the "
-        "weight *times* the length of the value, not the weight alone. [SEP] holds most of "
-        "the weight, but while its value is short it adds next to nothing; “not” gets little "
-        "weight, yet its value is five times longer than the others. A map of the weights "
-        "cannot tell these two cases apart — only the product can.",
-        truth=f"How far the output moves, ‖α_j v_j‖: {moved}.",
+        W("exercise.knock.q", value_scale=VALUE_SCALE),
+        options,
+        options[int(c.knockout_change.argmax())],
+        W("exercise.knock.why"),
+        truth=W("exercise.knock.truth", moved=moved),
         secret=[f"{x:.3f}" for x in c.knockout_change.tolist()],  # the metrics and table
-    )  # fmt: skip
+    )
+
+
+def knock_metrics(c) -> None:
+    """How far the output moves without the heaviest and the lightest token's term."""
+    st.markdown(W("contribution.moves"))
+    for j in (c.top, c.light):
+        st.metric(
+            f"without “{c.tokens[j]}” (α = {c.weights[j]:.2f})",
+            f"{c.knockout_change[j]:.3f}",
+            help="‖o − o without α_j v_j‖, the other weights unchanged. "
+            f"For scale: ‖o‖ = {float(c.output.norm()):.3f}.",
+        )
 
 
 @st.fragment
 def contribution_live() -> None:
     if not knock_exercise():
-        ui.until_reveal("The slider, each token's contribution and the knock-out table")
+        ui.until_reveal(W("contribution.hidden"))
         return
     left, right = st.columns([1, 3], gap="medium")
     with left:
-        value_scale = ui.slider(
-            "value_scale", "Length of [SEP]'s value vector", 0.0, 2.0, VALUE_SCALE, step=0.01,
-            help="Every other value has length 1, except 'not' (length 5).",
-        )  # fmt: skip
-        ui.show_notes(keys=("value_scale",))
+        with ui.noting():
+            value_scale = ui.slider(
+                "value_scale", "Length of [SEP]'s value vector", 0.0, 2.0, VALUE_SCALE,
+                step=0.01, help="Every other value has length 1, except 'not' (length 5).",
+            )  # fmt: skip
         c, chart, table = contribution_view(value_scale)
-        st.markdown("**How far the output moves when one token's term is knocked out:**")
-        for j in (c.top, c.light):
-            st.metric(
-                f"without “{c.tokens[j]}” (α = {c.weights[j]:.2f})",
-                f"{c.knockout_change[j]:.3f}",
-                help="‖o − o without α_j v_j‖, the other weights unchanged. "
-                f"For scale: ‖o‖ = {float(c.output.norm()):.3f}.",
-            )
+        knock_metrics(c)
     with right:
         ui.show(chart)
     with st.expander("Every token, and two ways of removing it", icon=":material/table:"):
@@ -604,39 +476,26 @@ def contribution_live() -> None:
         # of the slider (expander closed or not), at a noticeable cost in the browser.
         st.table(table, hide_index=True)
         turn = c.renorm_angle_deg
-        st.caption(
-            "‖α v‖ is what a token adds, and exactly how far the output moves if its term is "
-            "knocked out. *Deleted* means removed from the sequence so that softmax re-spreads "
-            "its weight: the output is rescaled by 1/(1 − α_j) as well, so ‖Δo‖ can be large "
-            f"while its direction barely moves. Here deleting [SEP] turns the output by "
-            f"{turn[c.top]:.0f}°, deleting “not” by {turn[c.light]:.0f}° "
-            f"(‖o‖ = {float(c.output.norm()):.3f})."
-        )
+        st.caption(W(
+            "contribution.table", top_turn=turn[c.top], light_turn=turn[c.light],
+            norm=float(c.output.norm()),
+        ))  # fmt: skip
 
 
 def run() -> None:
-    ui.page_header(
-        FILE,
-        "Scaled dot-product attention is one design among several. This page tests the usual "
-        "arguments for it — other scores are no better and much slower — and two readings "
-        "of what attention *is*: a kernel smoother, and (wrongly) an explanation. One idea "
-        "per step below: τ and the seed of the Scoring and Cosine steps are in the sidebar, "
-        "the other steps carry their own controls.",
+    ui.page_header(FILE, W("intro"))
+    s = controls()
+    ui.steps(
+        {
+            "Scoring": scoring_step,
+            "Cosine": cosine_step,
+            "Speed": speed_step,  # the later steps carry their own controls, in fragments
+            "Smoother": smoother_step,
+            "Linear attention": linear_step,
+            "Contribution": contribution_step,
+        },
+        s,
     )
-    tau, seed = scoring_controls()
-    tabs = ui.tabs("step", STEPS)
-    with tabs[0]:
-        if tabs[0].open:
-            scoring_step(tau, seed)
-    with tabs[1]:
-        if tabs[1].open:
-            cosine_step(tau, seed)
-    # the later steps carry their own controls, inside fragments
-    later = (speed_step, smoother_step, linear_step, contribution_step)
-    for tab, section in zip(tabs[2:], later, strict=True):
-        with tab:
-            if tab.open:
-                section()
     ui.prev_next(FILE)
 
 

@@ -558,6 +558,27 @@ def _interleaved_best(
     return {name: min(ts) for name, ts in times.items()}
 
 
+def _timed_per_T(
+    Ts: Sequence[int],
+    calls: Callable[[int], dict[str, Callable[[], torch.Tensor]]],
+    rounds: int,
+    device: torch.device,
+    should_stop: Callable[[], bool] | None,
+) -> list[tuple[int, dict[str, float]]]:
+    """(T, best seconds per call name) for each T in order, the calls made by `calls(T)`.
+
+    `should_stop()` is asked before each T; once it says True the Ts timed so far are
+    returned (fewer than len(Ts): the caller can tell the sweep was cut short).
+    """
+    out = []
+    with torch.no_grad():
+        for T in Ts:
+            if should_stop is not None and should_stop():
+                break
+            out.append((T, _interleaved_best(calls(T), rounds, device)))
+    return out
+
+
 @dataclass(frozen=True)
 class ScoreTiming:
     T: int
@@ -587,22 +608,18 @@ def time_dot_vs_additive(
     g = torch.Generator().manual_seed(0)
     W_1, W_2 = (torch.randn(d, d, generator=g).div(d**0.5).to(device) for _ in range(2))
     v_a = torch.randn(d, generator=g).to(device)
-    rows = []
-    with torch.no_grad():
-        for T in Ts:
-            if should_stop is not None and should_stop():
-                break
-            q, k = (torch.randn(T, d, generator=g).to(device) for _ in range(2))
-            med = _interleaved_best(
-                {
-                    "dot": lambda q=q, k=k: dot_scores(q, k),
-                    "additive": lambda q=q, k=k: additive_scores(q, k, W_1, W_2, v_a),
-                },
-                rounds,
-                device,
-            )
-            rows.append(ScoreTiming(T, med["dot"], med["additive"], T * T * d * 4))
-    return rows
+
+    def calls(T: int) -> dict[str, Callable[[], torch.Tensor]]:
+        q, k = (torch.randn(T, d, generator=g).to(device) for _ in range(2))  # (T, d)
+        return {
+            "dot": lambda: dot_scores(q, k),
+            "additive": lambda: additive_scores(q, k, W_1, W_2, v_a),
+        }
+
+    return [
+        ScoreTiming(T, best["dot"], best["additive"], T * T * d * 4)
+        for T, best in _timed_per_T(Ts, calls, rounds, device, should_stop)
+    ]
 
 
 @dataclass(frozen=True)
@@ -630,22 +647,18 @@ def time_softmax_vs_linear(
     """
     device = torch.device(device or "cpu")
     g = torch.Generator().manual_seed(1)
-    rows = []
-    with torch.no_grad():
-        for T in Ts:
-            if should_stop is not None and should_stop():
-                break
-            q, k, v = (torch.randn(T, d, generator=g).to(device) for _ in range(3))
-            med = _interleaved_best(
-                {
-                    "softmax": lambda q=q, k=k, v=v: attention(q, k, v).output,
-                    "linear": lambda q=q, k=k, v=v: linear_attention(q, k, v),
-                },
-                rounds,
-                device,
-            )
-            rows.append(AttnTiming(T, med["softmax"], med["linear"]))
-    return rows
+
+    def calls(T: int) -> dict[str, Callable[[], torch.Tensor]]:
+        q, k, v = (torch.randn(T, d, generator=g).to(device) for _ in range(3))  # (T, d)
+        return {
+            "softmax": lambda: attention(q, k, v).output,
+            "linear": lambda: linear_attention(q, k, v),
+        }
+
+    return [
+        AttnTiming(T, best["softmax"], best["linear"])
+        for T, best in _timed_per_T(Ts, calls, rounds, device, should_stop)
+    ]
 
 
 def growth_exponent(Ts: Sequence[int], seconds: Sequence[float]) -> float:

@@ -7,9 +7,12 @@ import torch
 from attn_core import compare_scorings, entropy, kernel_smoother_demo, scoring_setup
 from attn_core import weights_vs_contributions as contributions
 from tests.support.apptest import no_exception, run_page, run_steps
+from ui import Words
+from ui.lesson import lesson
 
 PAGE = "pages/alternatives.py"
-STEPS = ["Scoring", "Cosine", "Speed", "Smoother", "Linear attention", "Contribution"]
+W = Words("alternatives")
+STEPS = list(lesson("alternatives").steps)
 
 
 def _questions(at) -> list[str]:
@@ -62,10 +65,10 @@ def test_every_exercise_asks_about_the_instance_on_screen():
         asked[label] = "\n".join(_questions(at))
         assert not at.success and not at.error  # nothing revealed before a commitment
     assert [len(_questions(at)) for at in runs] == [1, 1, 0, 1, 0, 1]  # one per step at most
-    assert "Seed 0, τ = 1: which scoring gives the **sharpest** weights" in asked["Scoring"]
-    assert "Cosine scoring at τ = 1, seed 0" in asked["Cosine"]
-    assert "Bandwidth h = 0.5: the query at x = 5 averages the 80 samples" in asked["Smoother"]
-    assert "[SEP]'s value vector has length 0.02" in asked["Contribution"]
+    assert W("exercise.sharp.q", seed=0, tau=1.0) in asked["Scoring"]
+    assert W("exercise.cosmax.q", tau=1.0, seed=0) in asked["Cosine"]
+    assert W("exercise.window.q", bandwidth=0.5, x_probe=5.0, n=80) in asked["Smoother"]
+    assert W("exercise.knock.q", value_scale=0.02) in asked["Contribution"]
 
 
 @pytest.mark.parametrize("seed", [0, 2])

@@ -9,9 +9,10 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from ui.lesson import lesson
 
 PAGE = "pages/alternatives.py"
-STEPS = ["Scoring", "Cosine", "Speed", "Smoother", "Linear attention", "Contribution"]
+STEPS = list(lesson("alternatives").steps)
 GRIDS = "Scores, and the weights softmax makes of them: the same queries and keys, five ways"
 # the charts each step shows before any timing button is pressed
 CHARTS = {
