@@ -3,7 +3,8 @@ sequence, ablations, attention versus contribution, and the training curves.
 
 Numpy/tensors in, `Chart` out; no streamlit. Token labels can come from the user's
 text, so they are HTML-escaped and shortened here before plotly sees them (plotly
-renders a few tags in tick and hover text).
+renders a few tags in tick and hover text). The lesson's words are in content/heads.md;
+what stays here is each chart's title, axes, legend, hover and caption.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from attn_core.lessons.heads import halfway_step, running_mean
+
+from .parts import BLACK, BLUE, GREEN, GREY, ORANGE, SKY, VERMILION
 from .style import (
     FONT,
     NUM_FMT,
@@ -27,9 +31,9 @@ from .style import (
     to_numpy,
 )
 
-BLUE, ORANGE, GREEN, VERMILLION, PURPLE, SKY = OKABE_ITO[:6]
 JOB_TEXT = {"previous-token": "previous-token head", "induction": "induction head", "": ""}
 SHORT_JOB = {"previous-token": "prev-token", "induction": "induction", "": "no clear job"}
+LEGEND_ABOVE = dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left")
 
 
 def _title(text: str) -> dict:
@@ -38,6 +42,41 @@ def _title(text: str) -> dict:
 
 def _fmt(x: float) -> str:
     return "n/a" if not math.isfinite(x) else f"{x:.2f}"
+
+
+def _layout(title: str, x_title: str, y_title: str, y_top: float, **kw) -> dict:
+    """The 420 px bar and line charts: the y axis from 0 to `y_top`, room above for the legend."""
+    return line_layout(
+        title, x_title, y_title, height=420, margin=dict(l=10, r=10, t=100, b=10),
+        yaxis=dict(title=dict(text=y_title), range=[0, y_top]), **kw,
+    )  # fmt: skip
+
+
+def _chance_trace(x0: float, x1: float, chance: float) -> go.Scatter:
+    """The blind guess, ln(vocab), as a dotted grey line from x0 to x1."""
+    return go.Scatter(
+        x=[x0, x1],
+        y=[chance, chance],
+        mode="lines",
+        name=f"blind guess, ln(vocab) = {chance:.2f}",
+        line=dict(color=GREY, dash="dot", width=2),
+        hoverinfo="skip",
+    )
+
+
+def _level_lines(names: Sequence[str], levels: list[tuple[float, str, str, str]]) -> list:
+    """One flat line across every head per (y, colour, dash, legend name)."""
+    return [
+        go.Scatter(
+            x=list(names),
+            y=[y] * len(names),
+            mode="lines",
+            name=text,
+            line=dict(color=color, dash=dash, width=2),
+            hovertemplate=f"{hover}<extra></extra>",
+        )
+        for y, color, dash, text, hover in levels
+    ]
 
 
 # --- every head's map
@@ -63,11 +102,21 @@ def head_maps(
     ids say little as words.
     """
     w = to_numpy(weights)  # (L, h, T, T)
-    L, H, T, _ = w.shape
-    prev, ind = to_numpy(previous_token), to_numpy(induction)
+    L, _, T, _ = w.shape
     # blank cells between panels; taller between the rows, where each head's label sits
     # (tall enough for a two-line head name on a phone, where a cell is 1–2 px)
-    gap_x, gap_y = max(2, round(0.12 * T)), max(4, round(0.45 * T))
+    gap = (max(2, round(0.12 * T)), max(4, round(0.45 * T)))
+    traces, notes = _map_panels(w, to_numpy(previous_token), to_numpy(induction), jobs, gap)
+    x_axis, y_axis, bottom = _mosaic_axes(w.shape, gap, labels if token_ticks else None)
+    fig = go.Figure(traces)
+    fig.update_layout(**_maps_layout(L, bottom, notes, x_axis, y_axis))
+    return Chart(fig, _maps_caption(w, jobs), alt="Grid of attention maps, one per layer and head")
+
+
+def _map_panels(w, prev, ind, jobs, gap) -> tuple[list, list]:
+    """One heatmap per head at its place in the mosaic, and its two-line name above it."""
+    L, H, T, _ = w.shape
+    gap_x, gap_y = gap
     causal = np.tril(np.ones((T, T), bool))
     qk = np.stack(np.indices((T, T)), axis=-1).astype(np.uint8 if T < 256 else np.int32)
     traces, notes = [], []
@@ -99,9 +148,16 @@ def head_maps(
                     xanchor="center",
                     yanchor="bottom",
                     showarrow=False,
-                    font=dict(size=12, color=VERMILLION if job else "#555555"),
+                    font=dict(size=12, color=VERMILION if job else GREY),
                 )
             )
+    return traces, notes
+
+
+def _mosaic_axes(shape, gap, labels: Sequence[str] | None) -> tuple[dict, dict, int]:
+    """(x axis, y axis, bottom margin) of the mosaic; token ticks when `labels` are given."""
+    L, H, T, _ = shape
+    gap_x, gap_y = gap
     axis = dict(showgrid=False, zeroline=False, showticklabels=False, ticks="")
     x_axis = dict(axis, range=[-0.5, H * (T + gap_x) - gap_x - 0.5])
     y_axis = dict(axis, range=[L * (T + gap_y) - gap_y - 0.5, -0.5])  # row 0 at the top
@@ -110,7 +166,7 @@ def head_maps(
     x_axis["constrain"] = "domain"
     x_title, y_title = "key position", "query position"
     bottom = 40
-    if token_ticks:
+    if labels is not None:
         ticks = [plot_label(t, 6) for t in labels]
         step = 1 if T <= 16 else math.ceil(T / 6)
         keep = range(0, T, step)
@@ -130,8 +186,11 @@ def head_maps(
         x_title, y_title = "key (attended to)", "query (attending)"
     x_axis["title"] = dict(text=x_title, font=dict(size=12))
     y_axis["title"] = dict(text=y_title, font=dict(size=12))
-    fig = go.Figure(traces)
-    fig.update_layout(
+    return x_axis, y_axis, bottom
+
+
+def _maps_layout(L: int, bottom: int, notes: list, x_axis: dict, y_axis: dict) -> dict:
+    return dict(
         title=_title("Every head's attention map, named by its job"),
         font=dict(size=13),
         height=200 + 250 * L + bottom - 40,
@@ -156,6 +215,11 @@ def head_maps(
         xaxis=x_axis,
         yaxis=y_axis,
     )
+
+
+def _maps_caption(w: np.ndarray, jobs: list[list[str]]) -> str:
+    """Which heads have which job, and how bright each previous-token line is."""
+    L, H, T, _ = w.shape
     named = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "previous-token"]
     below = np.diagonal(w, offset=-1, axis1=-2, axis2=-1)  # (L, h, T-1): weight of i on i-1
     lit = "; ".join(
@@ -165,7 +229,7 @@ def head_maps(
         if (nm := f"L{l}H{h}") in named
     )
     found = [f"L{l}H{h}" for l in range(L) for h in range(H) if jobs[l][h] == "induction"]
-    caption = (
+    return (
         "Top row: layer 0, bottom row: layer 1, one map per head, named with the job its "
         "scores give it (the Scores step shows them; hover a map for its previous-token and "
         "induction scores). Row i of each map is where query i looks "
@@ -175,7 +239,6 @@ def head_maps(
         + f"Induction head{'s' if len(found) != 1 else ''}: {', '.join(found) or 'none found'} "
         "— once the pattern repeats, a bright stripe one step to the right of the earlier copy."
     )
-    return Chart(fig, caption, alt="Grid of attention maps, one per layer and head")
 
 
 # --- scores
@@ -206,46 +269,41 @@ def head_score_bars(
         ]
     )
     fig.update_traces(texttemplate="%{y:.2f}", textposition="outside", cliponaxis=False)
-    for y, color, what in (
-        (uniform_previous, BLUE, "uniform attention, previous-token score"),
-        (uniform_induction, ORANGE, "uniform attention, induction score"),
-    ):
-        if math.isfinite(y):
-            fig.add_trace(
-                go.Scatter(
-                    x=list(names),
-                    y=[y] * len(names),
-                    mode="lines",
-                    name=f"{what} ({y:.2f})",
-                    line=dict(color=color, dash="dot", width=2),
-                    hovertemplate=f"{what}: {y:.3f}<extra></extra>",
-                )
-            )
+    uniform = [
+        (y, color, "dot", f"{what} ({y:.2f})", f"{what}: {y:.3f}")
+        for y, color, what in (
+            (uniform_previous, BLUE, "uniform attention, previous-token score"),
+            (uniform_induction, ORANGE, "uniform attention, induction score"),
+        )
+        if math.isfinite(y)
+    ]
+    fig.add_traces(_level_lines(names, uniform))
     top = float(np.nanmax(np.concatenate([prev, ind, [uniform_previous, 0.1]])))
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"))
+    fig.update_layout(legend=LEGEND_ABOVE)
     fig.update_layout(
-        **line_layout(
+        **_layout(
             "How much each head looks at the two places that matter",
             "head (layer, head)",
             "mean attention weight",
-            height=420,
-            margin=dict(l=10, r=10, t=100, b=10),
+            top * 1.18,
             barmode="group",
-            yaxis=dict(title=dict(text="mean attention weight"), range=[0, top * 1.18]),
         )
     )
-    count = ""
-    if jobs is not None:
-        with_job = [n for n, j in zip(names, (j for row in jobs for j in row), strict=True) if j]
-        count = f" On this sequence {len(with_job)} of the {len(names)} heads have one" + (
-            f" ({', '.join(with_job)})." if with_job else "."
-        )
     return Chart(
         fig,
         "Blue: the mean weight from each token to the one just before it. Orange: the mean "
         "weight from each repeated token to the token that followed its earlier copy. Dotted "
         "lines: what a head that spreads its weight evenly would score. A job shows up as one "
-        "bar far above its dotted line." + count,
+        "bar far above its dotted line." + _job_count(names, jobs),
+    )
+
+
+def _job_count(names: Sequence[str], jobs: list[list[str]] | None) -> str:
+    if jobs is None:
+        return ""
+    with_job = [n for n, j in zip(names, (j for row in jobs for j in row), strict=True) if j]
+    return f" On this sequence {len(with_job)} of the {len(names)} heads have one" + (
+        f" ({', '.join(with_job)})." if with_job else "."
     )
 
 
@@ -267,17 +325,36 @@ def position_loss(
     n = y.size
     x = np.arange(n)
     lab = [plot_label(t, 10) for t in labels]
-    hover = [f"after {lab[i]} → {lab[i + 1]}" for i in range(n)]
+    traces = _loss_traces(x, y, rep, lab)
+    if ablated is not None:
+        traces.append(_ablated_line(x, to_numpy(ablated).ravel(), ablated_name))
+    traces.append(_chance_trace(-0.5, max(n - 0.5, 0.5), chance))
+    fig = go.Figure(traces)
+    xaxis: dict = dict(title=dict(text="position i (predicting the token at i + 1)"))
+    if n <= 24:
+        xaxis.update(tickmode="array", tickvals=list(x), ticktext=lab[:n])
+        xaxis["title"]["text"] = "current token (predicting the next one)"
+    top = max(chance, float(np.nanmax(y)) if n else chance)
+    if ablated is not None and n:
+        top = max(top, float(np.nanmax(to_numpy(ablated))))
+    fig.update_layout(
+        **_layout(
+            "How surprised the model is by each next token", "", "loss (nats)", top * 1.12,
+            xaxis=xaxis,
+        )
+    )  # fmt: skip
+    return Chart(fig, _loss_caption(y, rep, chance))
+
+
+def _loss_traces(x: np.ndarray, y: np.ndarray, rep: np.ndarray, lab: list[str]) -> list:
+    """A thin grey line through every position, then first occurrences and repeats as markers."""
+    hover = np.asarray([f"after {lab[i]} → {lab[i + 1]}" for i in range(y.size)], dtype=object)
     traces = [
         go.Scatter(
-            x=x,
-            y=y,
-            mode="lines",
-            line=dict(color="#999999", width=1),
-            showlegend=False,
+            x=x, y=y, mode="lines", line=dict(color=GREY, width=1), showlegend=False,
             hoverinfo="skip",
         )
-    ]
+    ]  # fmt: skip
     for sel, name, color, symbol in (
         (~rep, "first occurrence (nothing to copy)", BLUE, "circle"),
         (rep, "repeated token (copying can work)", ORANGE, "diamond"),
@@ -289,52 +366,26 @@ def position_loss(
                 mode="markers",
                 name=name,
                 marker=dict(color=color, size=9, symbol=symbol),
-                customdata=np.asarray(hover, dtype=object)[sel],
+                customdata=hover[sel],
                 hovertemplate="position %{x}: %{customdata}<br>loss %{y:.3~g} nats<extra></extra>",
             )
         )
-    if ablated is not None:
-        a = to_numpy(ablated).ravel()
-        traces.append(
-            go.Scatter(
-                x=x,
-                y=a,
-                mode="lines+markers",
-                name=f"with {ablated_name} switched off",
-                line=dict(color=VERMILLION, dash="dash", width=2),
-                marker=dict(size=6, symbol="x"),
-                hovertemplate="position %{x}<br>loss %{y:.3~g} nats (ablated)<extra></extra>",
-            )
-        )
-    traces.append(
-        go.Scatter(
-            x=[-0.5, max(n - 0.5, 0.5)],
-            y=[chance, chance],
-            mode="lines",
-            name=f"blind guess, ln(vocab) = {chance:.2f}",
-            line=dict(color="#555555", dash="dot", width=2),
-            hoverinfo="skip",
-        )
+    return traces
+
+
+def _ablated_line(x: np.ndarray, a: np.ndarray, name: str) -> go.Scatter:
+    return go.Scatter(
+        x=x,
+        y=a,
+        mode="lines+markers",
+        name=f"with {name} switched off",
+        line=dict(color=VERMILION, dash="dash", width=2),
+        marker=dict(size=6, symbol="x"),
+        hovertemplate="position %{x}<br>loss %{y:.3~g} nats (ablated)<extra></extra>",
     )
-    fig = go.Figure(traces)
-    xaxis: dict = dict(title=dict(text="position i (predicting the token at i + 1)"))
-    if n <= 24:
-        xaxis.update(tickmode="array", tickvals=list(x), ticktext=lab[:n])
-        xaxis["title"]["text"] = "current token (predicting the next one)"
-    top = max(chance, float(np.nanmax(y)) if n else chance)
-    if ablated is not None and n:
-        top = max(top, float(np.nanmax(to_numpy(ablated))))
-    fig.update_layout(
-        **line_layout(
-            "How surprised the model is by each next token",
-            "",
-            "loss (nats, lower = more confident)",
-            height=420,
-            margin=dict(l=10, r=10, t=100, b=10),
-            xaxis=xaxis,
-            yaxis=dict(title=dict(text="loss (nats)"), range=[0, top * 1.12]),
-        )
-    )
+
+
+def _loss_caption(y: np.ndarray, rep: np.ndarray, chance: float) -> str:
     new, old = y[~rep], y[rep]
     caption = (
         "Blue circles: the current token is new, so the next one cannot be read off the "
@@ -343,13 +394,12 @@ def position_loss(
         if new.size
         else ""
     )
-    caption += (
+    return caption + (
         "Orange diamonds: the current token appeared before, so the model can copy what "
         f"followed it last time; here they average {np.nanmean(old):.2g} nats."
         if old.size
         else "No token repeats here, so there are no orange diamonds: nothing to copy."
     )
-    return Chart(fig, caption)
 
 
 # --- ablation
@@ -366,52 +416,24 @@ def ablation_bars(
 ) -> Chart:
     """Repeated-position loss with each head switched off on its own."""
     s = to_numpy(single).ravel()
-    layers = [int(nm[1 : nm.index("H")]) for nm in names]
-    colors = [(BLUE, SKY)[lyr % 2] for lyr in layers]
-    fig = go.Figure(
-        go.Bar(
-            x=list(names),
-            y=s,
-            marker_color=colors,
-            marker_line=dict(
-                color=["#000000" if nm in selected else "rgba(0,0,0,0)" for nm in names], width=3
-            ),
-            texttemplate="%{y:.2f}",
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="%{x} off: repeated-position loss %{y:.3~g} nats<extra></extra>",
-            showlegend=False,
-        )
-    )
-    lines = [
+    levels = [
         (full_repeated, GREEN, "solid", f"all heads on: {full_repeated:.2f}"),
-        (chance, "#555555", "dot", f"blind guess: {chance:.2f}"),
+        (chance, GREY, "dot", f"blind guess: {chance:.2f}"),
     ]
     if selected_loss is not None and selected:
-        lines.append(
-            (selected_loss, VERMILLION, "dash", f"your selection off: {selected_loss:.2f}")
+        levels.append(
+            (selected_loss, VERMILION, "dash", f"your selection off: {selected_loss:.2f}")
         )
-    for y, color, dash, text in lines:
-        fig.add_trace(
-            go.Scatter(
-                x=list(names),
-                y=[y] * len(names),
-                mode="lines",
-                name=text,
-                line=dict(color=color, dash=dash, width=2),
-                hovertemplate=f"{text}<extra></extra>",
-            )
-        )
+    fig = go.Figure([_ablation_bar(names, s, selected)])
+    fig.add_traces(_level_lines(names, [(*level, level[-1]) for level in levels]))
     top = max(chance, float(s.max()), selected_loss or 0.0)
     fig.update_layout(
-        **line_layout(
+        **_layout(
             "Switch off one head at a time: loss on the repeated tokens",
             "head switched off",
             "loss on repeated tokens (nats)",
-            height=420,
-            margin=dict(l=10, r=10, t=100, b=10),
-            legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0, xanchor="left"),
-            yaxis=dict(title=dict(text="loss on repeated tokens (nats)"), range=[0, top * 1.15]),
+            top * 1.15,
+            legend=LEGEND_ABOVE,
         )
     )
     return Chart(
@@ -422,7 +444,27 @@ def ablation_bars(
     )
 
 
+def _ablation_bar(names: Sequence[str], s: np.ndarray, selected: Sequence[str]) -> go.Bar:
+    """One bar per head, blue by layer, the selected ones outlined."""
+    layers = [int(nm[1 : nm.index("H")]) for nm in names]
+    return go.Bar(
+        x=list(names),
+        y=s,
+        marker_color=[(BLUE, SKY)[lyr % 2] for lyr in layers],
+        marker_line=dict(
+            color=[BLACK if nm in selected else "rgba(0,0,0,0)" for nm in names], width=3
+        ),
+        texttemplate="%{y:.2f}",
+        textposition="outside",
+        cliponaxis=False,
+        hovertemplate="%{x} off: repeated-position loss %{y:.3~g} nats<extra></extra>",
+        showlegend=False,
+    )
+
+
 # --- attention vs contribution
+
+SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "cross", "star", "hexagon"]
 
 
 def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) -> Chart:
@@ -440,32 +482,11 @@ def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) 
     q = np.where(causal, w, -1.0).argmax(axis=-2)  # (L, h, T): the query that looks hardest
     best_w = np.take_along_axis(w, q[..., None, :], axis=-2)[..., 0, :]  # (L, h, T)
     best_c = np.take_along_axis(c, q[..., None, :], axis=-2)[..., 0, :]
-    traces = []
-    colors = OKABE_ITO
-    symbols = ["circle", "diamond", "square", "triangle-up", "x", "cross", "star", "hexagon"]
-    for l in range(L):
-        for h in range(H):
-            i = l * H + h
-            keys = np.flatnonzero(best_w[l, h] > 0.01)  # tiny weights crowd the origin
-            traces.append(
-                go.Scatter(
-                    x=best_w[l, h][keys],
-                    y=best_c[l, h][keys],
-                    customdata=np.stack([keys, q[l, h][keys]], axis=-1).astype(np.int32),
-                    mode="markers",
-                    name=names[i],
-                    marker=dict(
-                        color=colors[i % len(colors)],
-                        symbol=symbols[h % len(symbols)],  # shape = head, colour = layer+head
-                        size=8,
-                        opacity=0.8,
-                        line=dict(width=0.5, color="#ffffff"),
-                    ),
-                    hovertemplate=f"{names[i]}, key %{{customdata[0]}} "
-                    "(most weight from query %{customdata[1]})<br>weight %{x:.3~g}<br>"
-                    "‖α·v·W_o‖ %{y:.3~g}<extra></extra>",
-                )
-            )
+    traces = [
+        _head_dots(best_w[l, h], best_c[l, h], q[l, h], names[l * H + h], l * H + h, h)
+        for l in range(L)
+        for h in range(H)
+    ]
     fig = go.Figure(traces)
     fig.update_layout(
         **line_layout(
@@ -491,6 +512,28 @@ def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) 
     )
 
 
+def _head_dots(best_w, best_c, q, name: str, i: int, h: int) -> go.Scatter:
+    """One head's keys: (T,) largest weight, what that pair writes, and which query gave it."""
+    keys = np.flatnonzero(best_w > 0.01)  # tiny weights crowd the origin
+    return go.Scatter(
+        x=best_w[keys],
+        y=best_c[keys],
+        customdata=np.stack([keys, q[keys]], axis=-1).astype(np.int32),
+        mode="markers",
+        name=name,
+        marker=dict(
+            color=OKABE_ITO[i % len(OKABE_ITO)],
+            symbol=SYMBOLS[h % len(SYMBOLS)],  # shape = head, colour = layer+head
+            size=8,
+            opacity=0.8,
+            line=dict(width=0.5, color="#ffffff"),
+        ),
+        hovertemplate=f"{name}, key %{{customdata[0]}} "
+        "(most weight from query %{customdata[1]})<br>weight %{x:.3~g}<br>"
+        "‖α·v·W_o‖ %{y:.3~g}<extra></extra>",
+    )
+
+
 # --- training
 
 
@@ -508,83 +551,15 @@ def training_curves(
 ) -> Chart:
     """Two stacked panels on one step axis: the two losses, then the two best head scores."""
     n = len(loss_repeated)
-    steps = np.arange(1, n + 1)
     x_max = max(total_steps or n, 1)
     traces = [
-        go.Scatter(
-            x=steps,
-            y=np.asarray(loss_first, np.float32),
-            name="loss on first occurrences",
-            line=dict(color=BLUE, width=2),
-            hovertemplate="step %{x}: %{y:.3~g} nats<extra>first occurrence</extra>",
-        ),
-        go.Scatter(
-            x=steps,
-            y=np.asarray(loss_repeated, np.float32),
-            name="loss on repeated tokens",
-            line=dict(color=ORANGE, width=2.5),
-            hovertemplate="step %{x}: %{y:.3~g} nats<extra>repeated</extra>",
-        ),
-        go.Scatter(
-            x=list(score_steps),
-            y=np.asarray(best_previous, np.float32),
-            name="best previous-token score, layer 0",
-            line=dict(color=GREEN, width=2.5),
-            xaxis="x2",
-            yaxis="y2",
-            hovertemplate="step %{x}: %{y:.2f}<extra>previous-token, layer 0</extra>",
-        ),
-        go.Scatter(
-            x=list(score_steps),
-            y=np.asarray(best_induction, np.float32),
-            name="best induction score, layer 1",
-            line=dict(color=VERMILLION, width=2.5, dash="dash"),
-            xaxis="x2",
-            yaxis="y2",
-            hovertemplate="step %{x}: %{y:.2f}<extra>induction, layer 1</extra>",
-        ),
+        *_loss_curves(loss_repeated, loss_first),
+        *_score_curves(score_steps, best_previous, best_induction),
+        _chance_trace(0, x_max, chance),
     ]
-    traces.append(
-        go.Scatter(
-            x=[0, x_max],
-            y=[chance, chance],
-            mode="lines",
-            name=f"blind guess, ln(vocab) = {chance:.2f}",
-            line=dict(color="#555555", dash="dot", width=2),
-            hoverinfo="skip",
-        )
-    )
-    fig = go.Figure(traces)
-    shapes: list[dict] = []
-    notes: list[dict] = []
-    if phase_step is not None:
-        for ya in ("y", "y2"):
-            shapes.append(
-                dict(
-                    type="line",
-                    xref="x" if ya == "y" else "x2",
-                    yref=f"{ya} domain",
-                    x0=phase_step,
-                    x1=phase_step,
-                    y0=0,
-                    y1=1,
-                    line=dict(color="#000000", dash="dash", width=1.5),
-                )
-            )
-        notes.append(
-            dict(
-                text=f" phase change ≈ step {phase_step}",
-                x=phase_step,
-                y=0.45,
-                xref="x",
-                yref="y domain",
-                xanchor="left",
-                yanchor="middle",
-                showarrow=False,
-                font=dict(size=13),
-            )
-        )
+    shapes, notes = _phase_marks(phase_step)
     top = max([chance, *loss_first, *loss_repeated[:50]]) if n else chance
+    fig = go.Figure(traces)
     fig.update_layout(
         title=_title(title),
         font=FONT,
@@ -608,22 +583,71 @@ def training_curves(
     )
 
 
+def _loss_curves(loss_repeated: Sequence[float], loss_first: Sequence[float]) -> list:
+    """The top panel: the loss at every step, first occurrences and repeated tokens."""
+    steps = np.arange(1, len(loss_repeated) + 1)
+    return [
+        go.Scatter(
+            x=steps,
+            y=np.asarray(loss_first, np.float32),
+            name="loss on first occurrences",
+            line=dict(color=BLUE, width=2),
+            hovertemplate="step %{x}: %{y:.3~g} nats<extra>first occurrence</extra>",
+        ),
+        go.Scatter(
+            x=steps,
+            y=np.asarray(loss_repeated, np.float32),
+            name="loss on repeated tokens",
+            line=dict(color=ORANGE, width=2.5),
+            hovertemplate="step %{x}: %{y:.3~g} nats<extra>repeated</extra>",
+        ),
+    ]
+
+
+def _score_curves(steps: Sequence[int], best_previous, best_induction) -> list:
+    """The bottom panel: the best head of each job at every scoring snapshot."""
+    return [
+        go.Scatter(
+            x=list(steps),
+            y=np.asarray(best_previous, np.float32),
+            name="best previous-token score, layer 0",
+            line=dict(color=GREEN, width=2.5),
+            xaxis="x2",
+            yaxis="y2",
+            hovertemplate="step %{x}: %{y:.2f}<extra>previous-token, layer 0</extra>",
+        ),
+        go.Scatter(
+            x=list(steps),
+            y=np.asarray(best_induction, np.float32),
+            name="best induction score, layer 1",
+            line=dict(color=VERMILION, width=2.5, dash="dash"),
+            xaxis="x2",
+            yaxis="y2",
+            hovertemplate="step %{x}: %{y:.2f}<extra>induction, layer 1</extra>",
+        ),
+    ]
+
+
+def _phase_marks(phase_step: int | None) -> tuple[list[dict], list[dict]]:
+    """A dashed line through both panels at the phase change, labelled in the top one."""
+    if phase_step is None:
+        return [], []
+    shapes = [
+        dict(
+            type="line", xref="x" if ya == "y" else "x2", yref=f"{ya} domain",
+            x0=phase_step, x1=phase_step, y0=0, y1=1,
+            line=dict(color=BLACK, dash="dash", width=1.5),
+        )
+        for ya in ("y", "y2")
+    ]  # fmt: skip
+    note = dict(
+        text=f" phase change ≈ step {phase_step}", x=phase_step, y=0.45, xref="x",
+        yref="y domain", xanchor="left", yanchor="middle", showarrow=False, font=dict(size=13),
+    )  # fmt: skip
+    return shapes, [note]
+
+
 WINDOW = 25  # steps per running mean: one step's batch loss is noisy
-
-
-def _running(xs: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """(means of every WINDOW consecutive steps, the step at each window's centre)."""
-    x = np.asarray(xs, np.float64)
-    m = np.convolve(x, np.ones(WINDOW) / WINDOW, mode="valid")
-    return m, np.arange(m.size) + 1 + (WINDOW - 1) // 2  # step numbers start at 1
-
-
-def _halfway(steps: Sequence[int], score: Sequence[float]) -> int | None:
-    """First snapshot step where a score has made half of its rise from start to end."""
-    s = np.asarray(score, np.float64)
-    if s.size < 2 or s[-1] <= s[0]:
-        return None
-    return int(np.asarray(steps)[np.argmax(s >= s[0] + (s[-1] - s[0]) / 2)])
 
 
 def curves_caption(
@@ -642,8 +666,8 @@ def curves_caption(
     )
     if n < 2 * WINDOW:
         return measures + f"Only {n} steps so far: too few for {WINDOW}-step means."
-    first, centre = _running(loss_first)
-    rep, _ = _running(loss_repeated)
+    first, centre = running_mean(loss_first, WINDOW)
+    rep, _ = running_mean(loss_repeated, WINDOW)
     start, end = float(np.mean(loss_first[:WINDOW])), float(np.mean(loss_first[-2 * WINDOW :]))
     k = int(np.argmax(first))
     peak, at = float(first[k]), int(centre[k])
@@ -658,8 +682,15 @@ def curves_caption(
     )
     if drop is None:
         return text + "The orange loss on repeated tokens has not collapsed yet."
+    return (
+        text + _drop_text(drop, at) + _halves_text(score_steps, best_previous, best_induction, drop)
+    )
+
+
+def _drop_text(drop: tuple[int, int], at: int) -> str:
+    """The phase change, and whether the first-occurrence peak falls inside it."""
     during = drop[0] <= at <= drop[1]
-    text += (
+    return (
         f"Between steps {drop[0]} and {drop[1]} the orange loss on repeated tokens falls from "
         "three quarters of a blind guess to a quarter: the phase change"
         + (
@@ -671,21 +702,25 @@ def curves_caption(
             else f". The blue peak, at step {at}, lies outside it. "
         )
     )
-    half = [_halfway(score_steps, best_previous), _halfway(score_steps, best_induction)]
-    if None not in half:
-        every = score_steps[1] - score_steps[0]
-        near = all(drop[0] - every <= h <= drop[1] + every for h in half)
-        text += (
-            f"Bottom: the best previous-token score (layer 0) and the best induction score "
-            f"(layer 1) make half of their rise by steps {half[0]} and {half[1]} (scored every "
-            f"{every} steps)"
-            + (
-                ", within one scoring interval of the drop: the two heads start to work together."
-                if near
-                else "."
-            )
+
+
+def _halves_text(score_steps, best_previous, best_induction, drop: tuple[int, int]) -> str:
+    """When the two best head scores make half of their rise, against the drop."""
+    half = [halfway_step(score_steps, best_previous), halfway_step(score_steps, best_induction)]
+    if None in half:
+        return ""
+    every = score_steps[1] - score_steps[0]
+    near = all(drop[0] - every <= h <= drop[1] + every for h in half)
+    return (
+        f"Bottom: the best previous-token score (layer 0) and the best induction score "
+        f"(layer 1) make half of their rise by steps {half[0]} and {half[1]} (scored every "
+        f"{every} steps)"
+        + (
+            ", within one scoring interval of the drop: the two heads start to work together."
+            if near
+            else "."
         )
-    return text
+    )
 
 
 def run_curves(run: Any, title: str) -> Chart:
@@ -701,78 +736,3 @@ def run_curves(run: Any, title: str) -> Chart:
         phase_step=run.phase_change_step(),
         title=title,
     )
-
-
-# --- explanations (markdown), kept beside the pictures they explain
-
-COMPOSE = """
-One attention layer cannot do this job. To predict what follows the current token **A**, a
-head would need a key that says *"the token before me was A"* — but a position's key is built
-only from that position's own token and place. Two layers fix it by working in turn:
-
-1. **Layer 0, the previous-token head.** Each position attends to the one just before it and
-   adds that token's identity to its own vector in the residual stream. Position *j* now carries
-   a note: *"I am B, and A came before me."*
-2. **Layer 1, the induction head.** The current position (token A) forms a query that asks for
-   *"A came before me"*. Its keys are built from the layer-0 notes, so the best match is the
-   position right after the earlier A. Its value carries that position's own token, B, which goes
-   straight to the prediction: *A was followed by B last time, so say B.*
-
-Switching off the layer-0 head breaks layer 1 too, although layer 1 was left alone: the keys
-it matches against no longer carry the note. That is what *composition* means.
-"""
-
-CAVEAT_INTRO = (
-    "Multi-head attention gives every head its own projections so that heads *can* "
-    "specialise. Nothing forces them to."
-)
-CAVEAT_END = (
-    "Large trained models show the same mix: some heads with clear jobs, many that overlap or "
-    "seem idle, and a lot that can be pruned with little loss. And which head ends up with "
-    "which job is an accident of the random start: train another seed above and the labels "
-    "may move."
-)
-
-
-def _names(heads: Sequence[str]) -> str:
-    return " and ".join([", ".join(heads[:-1]), heads[-1]]) if len(heads) > 1 else heads[0]
-
-
-def caveat(names: Sequence[str], jobs: dict, single: Any, full: float, chance: float) -> str:
-    """The page's note on specialisation, from the shipped model's jobs and its single-head
-    ablations (`single`: repeated-token loss with each head off, layer-major as `names`)."""
-    loss = dict(zip(names, np.ravel(to_numpy(single)).tolist(), strict=True))
-    cheap = full + 0.05 * chance  # "little cost": within 5 % of a blind guess of all-on
-
-    def each(heads):
-        return _names([f"{loss[h]:.3f} ({h} off)" for h in heads])
-
-    prev, copy = list(jobs["previous-token"]), list(jobs["induction"])
-    idle = [n for n in names if n not in prev + copy]
-    out = [CAVEAT_INTRO]
-    if prev:
-        needed = all(loss[h] >= cheap for h in prev)
-        out.append(
-            f"In this model {_names(prev)} {'do' if len(prev) > 1 else 'does'} the "
-            "previous-token job; switching one off alone raises the loss on repeated tokens "
-            f"from {full:.3f} (all heads on) to {each(prev)}"
-            + (": they do not stand in for each other." if needed and len(prev) > 1 else ".")
-        )
-    if idle:
-        out.append(
-            f"{_names(idle)} {'have' if len(idle) > 1 else 'has'} no visible job: switched off "
-            f"alone, the loss goes to {each(idle)}."
-        )
-    if copy:
-        worst = max(loss[h] for h in copy)
-        out.append(
-            f"{_names(copy)} {'are induction heads' if len(copy) > 1 else 'is the induction head'}"
-            f"; switching off any one of them raises the loss to at most {worst:.3f}"
-            + (
-                f", against a blind guess of {chance:.2f}: any one can be removed at little cost."
-                if len(copy) > 1 and worst < cheap
-                else "."
-            )
-        )
-    out.append(CAVEAT_END)
-    return " ".join(out)

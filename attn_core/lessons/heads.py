@@ -39,10 +39,11 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -422,6 +423,23 @@ class InductionRun:
         return None
 
 
+def running_mean(xs: Sequence[float], window: int) -> tuple[np.ndarray, np.ndarray]:
+    """(means of every `window` consecutive steps of a logged curve, the step at each
+    window's centre; steps count from 1)."""
+    x = np.asarray(xs, np.float64)
+    m = np.convolve(x, np.ones(window) / window, mode="valid")
+    return m, np.arange(m.size) + 1 + (window - 1) // 2
+
+
+def halfway_step(steps: Sequence[int], score: Sequence[float]) -> int | None:
+    """First snapshot step where a score has made half of its rise from start to end;
+    None when it did not rise."""
+    s = np.asarray(score, np.float64)
+    if s.size < 2 or s[-1] <= s[0]:
+        return None
+    return int(np.asarray(steps)[np.argmax(s >= s[0] + (s[-1] - s[0]) / 2)])
+
+
 def train_induction(
     *,
     steps: int = PRETRAINED_STEPS,
@@ -525,13 +543,15 @@ def single_head_ablation(model: InductionModel, tokens: torch.Tensor) -> torch.T
 
 @dataclass(frozen=True)
 class ParsedTokens:
-    """The user's text turned into model input."""
+    """The user's text turned into model input, and what was changed (the page words it)."""
 
     ids: list[int]  # token ids in [0, vocab), at most seq_len of them
     labels: list[str]  # what each token was in the user's text
     mode: str  # "ids", "words" or "characters"
     total: int  # tokens before capping
-    notes: list[str]  # what was changed and why, in plain words
+    capped: bool = False  # more than seq_len tokens: only the first seq_len are used
+    bad_id: str | None = None  # the first number that names no id (so numbers were read as words)
+    distinct: int = 0  # distinct tokens; past vocab, later ones share ids with earlier ones
 
 
 def _token_id(p: str, vocab: int) -> int | None:
@@ -556,9 +576,8 @@ def parse_tokens(text: str, vocab: int = 64, seq_len: int = 48) -> ParsedTokens:
     which id a word gets does not matter — only which tokens are equal does).
     """
     text = str(text).strip()
-    notes: list[str] = []
     if not text:
-        return ParsedTokens([], [], "words", 0, notes)
+        return ParsedTokens([], [], "words", 0)
     if re.search(r"[\s,]", text):
         pieces = [p for p in re.split(r"[\s,]+", text) if p]
         mode = "words"
@@ -566,33 +585,20 @@ def parse_tokens(text: str, vocab: int = 64, seq_len: int = 48) -> ParsedTokens:
         pieces = list(text) if len(text) > 1 else [text]
         mode = "characters" if len(text) > 1 else "words"
     total = len(pieces)
-    if total > seq_len:
-        notes.append(
-            f"The model was trained on sequences of {seq_len} tokens, so only the first "
-            f"{seq_len} of your {total:,} tokens are used."
-        )
-        pieces = pieces[:seq_len]
+    pieces = pieces[:seq_len]
+    capped, bad_id = total > seq_len, None
     numbers = [p for p in pieces if re.fullmatch(r"[+-]?\d+", p)]
     if pieces and len(numbers) == len(pieces):
         values = [_token_id(p, vocab) for p in pieces]
         bad = [p for p, v in zip(pieces, values, strict=True) if v is None]
         if not bad:
-            return ParsedTokens(values, pieces, "ids", total, notes)
-        b = bad[0]
-        shown = b if len(b) <= 12 else f"{b[:12]}… ({len(b.lstrip('+-')):,} digits)"
-        notes.append(
-            f"{shown} is not a token id (ids run from 0 to {vocab - 1}), so the numbers "
-            "were read as words instead."
-        )
+            return ParsedTokens(values, pieces, "ids", total, capped, None, len(set(values)))
+        bad_id = bad[0]
     ids: dict[str, int] = {}
     for p in pieces:
         ids.setdefault(p, len(ids))
-    if len(ids) > vocab:
-        notes.append(
-            f"Your text has {len(ids)} different tokens but the model knows only {vocab}; "
-            f"tokens after the {vocab}th distinct one share ids with earlier ones."
-        )
-    return ParsedTokens([ids[p] % vocab for p in pieces], pieces, mode, total, notes)
+    out = [ids[p] % vocab for p in pieces]
+    return ParsedTokens(out, pieces, mode, total, capped, bad_id, len(ids))
 
 
 # --- shipped weights

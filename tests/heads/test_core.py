@@ -13,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attn_core.lessons import heads as ind
+from ui.content import Words
 
 CFG = ind.InductionConfig()
+W = Words("heads")  # the page words parse_tokens' facts with these sections
 CI_STEPS = 300  # the phase change happens around step 150 at the default learning rate
 
 
@@ -289,23 +291,27 @@ def test_on_step_can_stop_training_and_bad_steps_raise():
 )
 def test_parse_tokens(text, ids, mode):
     p = ind.parse_tokens(text)
-    assert p.ids == ids and p.mode == mode and not p.notes
+    assert p.ids == ids and p.mode == mode
+    assert not p.capped and p.bad_id is None and p.distinct == len(set(ids)) <= 64  # no note
 
 
 def test_parse_tokens_out_of_range_numbers_become_words_with_a_note():
     p = ind.parse_tokens("999 -3 999")
-    assert p.mode == "words" and p.ids == [0, 1, 0] and "999" in p.notes[0]
+    assert p.mode == "words" and p.ids == [0, 1, 0] and p.bad_id == "999"
+    assert not p.capped and p.distinct == 2
 
 
 def test_parse_tokens_caps_ten_thousand_tokens_with_a_note():
     p = ind.parse_tokens(" ".join(["a", "b"] * 5000))
     assert len(p.ids) == CFG.seq_len and p.total == 10_000
-    assert "10,000" in p.notes[0] and str(CFG.seq_len) in p.notes[0]
+    assert p.capped and p.bad_id is None and p.distinct == 2
+    assert "10,000" in W("note.capped", seq_len=CFG.seq_len, total=p.total)
 
 
 def test_parse_tokens_more_words_than_the_vocabulary_wrap_with_a_note():
     p = ind.parse_tokens(" ".join(f"w{i}" for i in range(70)), vocab=64, seq_len=80)
-    assert max(p.ids) < 64 and p.ids[64] == 0 and "70 different" in p.notes[0]
+    assert max(p.ids) < 64 and p.ids[64] == 0 and p.distinct == 70 and not p.capped
+    assert "70 different" in W("note.wrap", distinct=p.distinct, vocab=64)
 
 
 def test_parse_tokens_keeps_html_as_plain_labels():

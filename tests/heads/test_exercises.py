@@ -8,8 +8,10 @@ import torch
 
 import attn_core.lessons.heads as ind
 from tests.support.apptest import no_exception, run_page
+from ui.content import Words
 
 PAGE = "pages/heads.py"
+W = Words("heads")
 KNOCKOUT = "Switch off"  # the step with the knockout question; the look question is on the first
 
 
@@ -53,6 +55,17 @@ def _look(seed: int) -> tuple[str, int, int]:
     return ind.head_name(L, h), i, int(w[L, h, i].argmax())
 
 
+def _places(tokens: torch.Tensor, labels=None) -> dict[str, str]:
+    """The look question's answer choices for this sequence, by name (content/heads.md)."""
+    i, j = ind.induction_probe(tokens)
+    tok = (labels or [str(t) for t in tokens.tolist()])[i]
+    return W.choices("exercise.look.choices", first=0, before=i - 1, i=i, j=j, tok=tok, after=j + 1)
+
+
+def _job(head: str, job: str) -> str:
+    return W("exercise.knockout.choice", head=head, job=job)
+
+
 def _worst_head(seed: int) -> str:
     """The single head whose removal raises this sequence's repeated-token loss the most."""
     model, tokens = _model(), _tokens(seed)
@@ -67,13 +80,15 @@ def test_both_exercises_ask_about_the_sequence_on_screen():
     at = run_page(PAGE)
     no_exception(at)
     head, i, _ = _look(0)
+    tokens = _tokens(0)
+    _, j = ind.induction_probe(tokens)
     [q] = _questions(at)  # the first step asks where the induction head looks
-    assert f"**{head}** has the highest induction score" in q and f"At position {i}" in q
+    assert W("exercise.look.q", head=head, i=i, tok=str(int(tokens[i])), j=j) in q
     assert not at.success and not at.error
     at = run_page(PAGE, step=KNOCKOUT)
     no_exception(at)
     [q] = _questions(at)  # the Switch off step asks which head matters most
-    assert "switch off **one** head" in q
+    assert W("exercise.knockout.q") in q
     assert not at.success and not at.error
 
 
@@ -84,10 +99,14 @@ def test_induction_head_looks_after_the_earlier_copy(seed):
     assert k == j + 1  # the trained head reads what followed the earlier copy
     at = run_page(PAGE, seed=seed)
     key = _key(_tokens(seed), "look")
-    _reveal(at, key, f"position {i - 1}, the token just before it")
+    places = _places(_tokens(seed))
+    _reveal(at, key, places["before"])
     ok, bad = _said(at)
-    assert not ok and f"**position {k}, the token that came right after that copy**" in bad
-    assert f"{head} gives position {k} a weight of" in bad
+    assert not ok and f"**{places['after']}**" in bad
+    with torch.no_grad():
+        L, h = ind.parse_head(head)
+        weight = float(_model().trace(_tokens(seed)).weights[0, L, h, i, k])
+    assert W("exercise.look.truth", head=head, k=k, weight=weight) in bad
     right = next(o for o in at.radio(key=f"pick-{key}").options if o.startswith(f"position {k},"))
     _reveal(at, key, right)
     assert f"Right: **{right}**" in _said(at)[0]
@@ -106,9 +125,9 @@ def test_typed_text_is_an_instance_of_its_own():
     at = run_page(PAGE, tokens=text)
     key = _key(tokens, "look")
     q = _questions(at)[0]
-    assert f"**{ind.head_name(L, h)}** has" in q and "At position 6 the token `fox`" in q
+    assert W("exercise.look.q", head=ind.head_name(L, h), i=6, tok="fox", j=1) in q
     right = next(o for o in at.radio(key=f"pick-{key}").options if o.startswith(f"position {k},"))
-    _reveal(at, key, "position 6, itself")
+    _reveal(at, key, _places(tokens, text.split())["itself"])
     ok, bad = _said(at)
     assert not ok and f"the computed answer is **{right}**" in bad
     _reveal(at, key, right)
@@ -121,12 +140,12 @@ def test_most_damaging_head_is_computed_and_follows_the_seed():
     for seed, head in worst.items():
         at = run_page(PAGE, seed=seed, step=KNOCKOUT)
         key = _key(_tokens(seed), "knockout")
-        _reveal(at, key, "L1H0 (induction)")
+        _reveal(at, key, _job("L1H0", "induction"))
         ok, bad = _said(at)
-        assert not ok and f"the computed answer is **{head} (previous-token)**" in bad
-        assert "Loss on repeated tokens with each head off" in bad
-        _reveal(at, key, f"{head} (previous-token)")
-        assert f"Right: **{head} (previous-token)**" in _said(at)[0]
+        assert not ok and f"the computed answer is **{_job(head, 'previous-token')}**" in bad
+        assert W.raw("exercise.knockout.truth").split("{{")[0] in bad  # "Loss on … off: "
+        _reveal(at, key, _job(head, "previous-token"))
+        assert f"Right: **{_job(head, 'previous-token')}**" in _said(at)[0]
 
 
 def test_a_block_of_two_gives_no_look_question_but_says_why():
@@ -134,7 +153,7 @@ def test_a_block_of_two_gives_no_look_question_but_says_why():
     at = run_page(PAGE, seed=57)
     no_exception(at)
     assert not _questions(at)  # no look question on the first step…
-    assert any("clean “where does the induction head look?”" in c.value for c in at.caption)
+    assert any(c.value == W("exercise.look.none") for c in at.caption)
     at = run_page(PAGE, seed=57, step=KNOCKOUT)
     assert len(_questions(at)) == 1  # …while the knockout question still has one
 

@@ -12,6 +12,7 @@ from attn_core.lessons import heads as ind
 from figures import heads as fh
 from figures.style import Chart
 from tests.support.apptest import no_exception, run_page
+from ui.content import Words
 
 NAMES = [f"L{l}H{h}" for l in range(2) for h in range(4)]
 JOBS = [["previous-token", "", "", ""], ["", "induction", "", ""]]
@@ -137,6 +138,7 @@ def test_plot_label_escapes_and_shortens():
 # --- every numeric sentence against the shipped model and its logged curves
 
 PAGE = "pages/heads.py"
+W = Words("heads")
 
 
 @pytest.fixture(scope="module")
@@ -244,32 +246,51 @@ def test_heads_page_sentences_follow_the_shipped_model(shipped):
     at = run_page(PAGE, reveal=True, step="Train")
     no_exception(at)
     body = next(
-        m.value for e in at.expander for m in e.markdown if m.value.startswith("Multi-head")
+        m.value for e in at.expander for m in e.markdown if m.value.startswith(W("caveat.intro"))
     )
     assert "each covers part of the positions" not in body
-    for h in ("L0H0", "L0H2"):  # the previous-token heads of the shipped model
-        assert f"{loss[h]:.3f} ({h} off)" in body
+    prev = ("L0H0", "L0H2")  # the previous-token heads of the shipped model
+    for h in prev:
+        assert W("caveat.each", loss=loss[h], head=h) in body
         assert loss[h] > full + 0.05 * run.chance  # each alone is needed
+    each = W("list.and", rest=W("caveat.each", loss=loss[prev[0]], head=prev[0]),
+             last=W("caveat.each", loss=loss[prev[1]], head=prev[1]))  # fmt: skip
+    heads = W("list.and", rest=prev[0], last=prev[1])
+    assert W("caveat.prev.needed", heads=heads, full=full, each=each) in body
     copy = [n for n in names if n.startswith("L1")]
-    assert f"raises the loss to at most {max(loss[h] for h in copy):.3f}" in body
-    assert f"from {full:.3f} (all heads on)" in body
+    worst = max(loss[h] for h in copy)
+    assert worst < full + 0.05 * run.chance  # any one induction head can go
+    heads = W("list.and", rest=", ".join(copy[:-1]), last=copy[-1])
+    assert W("caveat.copy.cheap", heads=heads, worst=worst, chance=run.chance) in body
     # Switch off: every induction head off at once
     at = run_page(PAGE, reveal=True, step="Switch off")
     no_exception(at)
     off = ind.evaluate(model, batch, ind.ablation_mask(model.config, copy))[0]
-    text = next(m.value for m in at.markdown if m.value.startswith("- **Switch off every"))
-    assert f"goes from {full:.3f} to {off:.2f}, above a blind guess ({run.chance:.2f})" in text
+    idle = [n for n in names if n not in (*prev, *copy)]
+    do, see = W.pairs(
+        "try.switch_off", ind_heads=", ".join(copy), full=full, all_off=off,
+        side=W("word.above"), chance=run.chance, one_ind=copy[0], one_prev=prev[0],
+        idle=", ".join(idle),
+    )[0]  # fmt: skip
+    text = next(m.value for m in at.markdown if m.value.startswith(f"- **{do}**"))
+    assert f"- **{do}** — {see}" in text
     assert off > run.chance
 
 
-def test_scores_and_loss_captions_count_from_the_sequence_shown(shipped):
-    model, run, _ = shipped
+def seed0_sequence(model):
+    """The page's default sequence (seed 0): (tokens (1, T), its trace, scores, job grid)."""
     tokens, _ = ind.repeated_sequences(1, model.config, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         tr = model.trace(tokens[0])
     s = ind.scores_from_weights(tr.weights, tokens)
     base = ind.scores_from_weights(ind.uniform_weights(tokens.shape[1])[None], tokens[:1])
-    jobs = [j for row in s.jobs(base) for j in row]
+    return tokens, tr, s, s.jobs(base)
+
+
+def test_scores_and_loss_captions_count_from_the_sequence_shown(shipped):
+    model, run, _ = shipped
+    tokens, tr, _, grid = seed0_sequence(model)
+    jobs = [j for row in grid for j in row]
     at = run_page(PAGE, reveal=True, step="Scores")
     no_exception(at)
     cap = next(c.value for c in at.caption if c.value.startswith("Blue: the mean weight"))
@@ -290,12 +311,7 @@ def test_scores_and_loss_captions_count_from_the_sequence_shown(shipped):
 
 def test_head_maps_caption_counts_where_the_previous_token_line_is_bright(shipped):
     model, _, _ = shipped
-    tokens, _ = ind.repeated_sequences(1, model.config, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        tr = model.trace(tokens[0])
-    s = ind.scores_from_weights(tr.weights, tokens)
-    base = ind.scores_from_weights(ind.uniform_weights(tokens.shape[1])[None], tokens[:1])
-    jobs = s.jobs(base)
+    tokens, tr, s, jobs = seed0_sequence(model)
     w = tr.weights[0]  # (L, h, T, T)
     T = w.shape[-1]
     c = fh.head_maps(w.numpy(), [str(t) for t in tokens[0].tolist()], s.previous_token.numpy(),

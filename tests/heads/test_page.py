@@ -16,9 +16,13 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from ui.content import Words
+from ui.lesson import lesson
 
 PAGE = "pages/heads.py"
-STEPS = ["Maps", "Scores", "Loss", "Switch off", "Contribution", "Train"]
+STEPS = lesson("heads").steps
+W = Words("heads")
+CFG = ind.InductionConfig()  # the shipped model's vocabulary and sequence length
 # the charts of each step, in order (a closed step sends nothing)
 SHOWS = {
     "Maps": ["Every head's attention map"],
@@ -82,7 +86,8 @@ def test_defaults_show_the_first_step_and_every_step_its_charts():
     # the heads are labelled with their jobs on the map and named in its caption
     caps = " ".join(c.value for c in at.caption)
     assert "Previous-token heads: L0H" in caps and "Induction heads: L1H" in caps
-    assert "random block of" in " ".join(md.value for md in at.markdown)
+    random_block = W.raw("source.random").split("{{")[0]  # "random block of "
+    assert random_block in " ".join(md.value for md in at.markdown)
     maps = plotly_specs(at)[0]
     notes = [a["text"] for a in maps["layout"]["annotations"]]
     assert len(notes) == 8 and "induction" in " ".join(notes)
@@ -121,7 +126,7 @@ def test_users_pattern_is_predicted_once_it_repeats():
     at = run_page(PAGE, reveal=True, tokens="red fox jumps high red fox jumps high", step="Loss")
     no_exception(at)
     assert not warnings(at)
-    assert "your text, read as words" in " ".join(md.value for md in at.markdown)
+    assert W("source.typed", mode="words") in " ".join(md.value for md in at.markdown)
     m = _metrics(at)
     assert float(m["Loss on repeated tokens"]) < 0.5 < 3 < float(m["Loss on first occurrences"])
     loss = next(s for s in plotly_specs(at) if s["layout"]["title"]["text"].startswith("How sur"))
@@ -136,7 +141,7 @@ def test_no_repeats_says_there_is_no_induction_score():
     at = run_page(PAGE, reveal=True, tokens="one two three four five")
     no_exception(at)
     assert _metrics(at)["Loss on repeated tokens"] == "n/a"
-    assert any("nothing to copy" in i.value for i in at.info)
+    assert any(i.value == W("info.no_repeat") for i in at.info)
 
 
 def test_ablating_the_induction_heads_removes_the_gain():
@@ -208,11 +213,24 @@ def test_bad_url_values_fall_back_with_a_note(params, bad):
     "tokens,note",
     [
         pytest.param("", None, id="empty"),
-        pytest.param("x", "One token leaves nothing to predict", id="one-token"),
+        pytest.param("x", W("note.one_token"), id="one-token"),
         pytest.param(
-            " ".join(["a", "b", "c"] * 3334), "only the first 48 of your 10,002 tokens", id="10k"
+            " ".join(["a", "b", "c"] * 3334),
+            W("note.capped", seq_len=CFG.seq_len, total=10_002),
+            id="10k",
         ),
-        pytest.param("999 3 999 3", "999 is not a token id", id="unknown-ids"),
+        pytest.param(
+            "999 3 999 3", W("note.bad_id", number="999", top=CFG.vocab - 1), id="unknown-ids"
+        ),
+        pytest.param(
+            "3 -" + "9" * 20 + " 3",
+            W(
+                "note.bad_id",
+                number=W("note.long_number", head="-" + "9" * 11, digits=20),
+                top=CFG.vocab - 1,
+            ),
+            id="long-number",
+        ),
     ],
 )
 def test_bad_text_falls_back_or_is_capped_with_a_note(tokens, note):
