@@ -8,6 +8,7 @@ them (plotly renders a few HTML tags in tick text), and shortened so ticks stay 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,123 +58,148 @@ def _mosaic_shape(n: int, T: int) -> tuple[int, int, int, int, int]:
     return cols, rows, max(1, math.ceil(T / 6)), gy, height
 
 
-def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = None) -> Chart:
-    """Small multiples: up to 16 heads' (T, T) weights, then their average, on one 0–1 scale.
+@dataclass(frozen=True)
+class _Mosaic:
+    """The panel grid of heads_grid: where each head's (T, T) map sits among the cells."""
 
-    `tokens` label the rows and columns of small maps; None (random vectors, nothing to
-    name) labels them with positions 1…T.
+    h: int  # heads in the layer
+    T: int
+    shown: int  # heads drawn one by one (at most MAX_PANELS)
+    cols: int
+    rows: int
+    sx: int  # one panel plus its gap, in cells, across…
+    sy: int  # …and down
+    height: int  # px
 
-    Drawn on ONE pair of axes: the heads are tiled into one heatmap with blank (NaN) cells
-    between the panels, and the average is a second heatmap in the last slot. In a browser
-    every subplot costs its own axes, ticks and trace; 17 subplots redrew several times
-    slower than this mosaic.
-    """
-    w = to_numpy(weights)  # (h, T, T)
-    h, T, _ = w.shape
+    @property
+    def cells(self) -> tuple[int, int]:
+        """(rows, columns) of the tiled heatmap, gaps included (none after the last panel)."""
+        return self.rows * self.sy - (self.sy - self.T), self.cols * self.sx - (self.sx - self.T)
+
+    @property
+    def spots(self) -> list[tuple[int, int]]:
+        """(row, col) of each panel: the heads drawn, then their average."""
+        return [divmod(i, self.cols) for i in range(self.shown + 1)]
+
+
+def _mosaic(h: int, T: int) -> _Mosaic:
     shown = min(h, MAX_PANELS)
-    n = shown + 1  # the heads drawn, then their average
-    cols, rows, gx, gy, height = _mosaic_shape(n, T)
-    sx, sy = T + gx, T + gy  # one panel plus its gap, in cells
-    z = np.full((rows * sy - gy, cols * sx - gx), np.nan, dtype=np.float32)  # gaps stay blank
-    # Hover names the head, query and key of a cell; on large maps only the head (three
-    # numbers per cell cost the browser one small array per cell to unpack).
-    small = T <= 24
+    cols, rows, gx, gy, height = _mosaic_shape(shown + 1, T)
+    return _Mosaic(h, T, shown, cols, rows, T + gx, T + gy, height)
+
+
+def _tiles(w: np.ndarray, m: _Mosaic) -> tuple[np.ndarray, np.ndarray]:
+    """(z, where): the heads tiled with blank (NaN) gaps, and what hover names per cell.
+
+    Hover names the head, query and key of a cell; on large maps only the head (three
+    numbers per cell cost the browser one small array per cell to unpack)."""
+    T, small = m.T, m.T <= 24
+    z = np.full(m.cells, np.nan, dtype=np.float32)  # the gaps stay blank
     where = np.zeros(z.shape + ((3,) if small else ()), dtype=np.uint8)
     q, k = np.meshgrid(np.arange(T), np.arange(T), indexing="ij")
-    spots = [divmod(i, cols) for i in range(n)]  # (row, col) of each panel
-    for j, (r, c) in enumerate(spots[:shown]):
-        cells = slice(r * sy, r * sy + T), slice(c * sx, c * sx + T)
+    for j, (r, c) in enumerate(m.spots[: m.shown]):
+        cells = slice(r * m.sy, r * m.sy + T), slice(c * m.sx, c * m.sx + T)
         z[cells] = w[j]
         where[cells] = np.stack([np.full_like(q, j + 1), q, k], -1) if small else j + 1
-    ra, ca = spots[-1]
+    return z, where
+
+
+def _mosaic_traces(w: np.ndarray, m: _Mosaic) -> list:
+    """The tiled heads, then their average as a second heatmap in the last slot."""
+    z, where = _tiles(w, m)
+    small = m.T <= 24
+    q, k = np.meshgrid(np.arange(m.T), np.arange(m.T), indexing="ij")
+    ra, ca = m.spots[-1]
     qk = "<br>query #%{customdata[1]} → key #%{customdata[2]}" if small else ""
-    fig = go.Figure(
-        [
-            go.Heatmap(
-                z=z,
-                customdata=where,
-                coloraxis="coloraxis",
-                hoverongaps=False,
-                name="heads (tiled, blank cells between panels)",
-                hovertemplate=("head %{customdata[0]}" if small else "head %{customdata}")
-                + f"{qk}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
-            ),
-            go.Heatmap(
-                z=w.mean(0),  # (T, T)
-                x0=ca * sx,
-                y0=ra * sy,
-                customdata=np.stack([np.zeros_like(q), q, k], -1).astype(np.uint8)
-                if small
-                else None,
-                coloraxis="coloraxis",
-                name=f"average of {h}",
-                hovertemplate=f"average of {h} heads{qk}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
-            ),
-        ]
-    )
-    annotations = []
-    for i, (r, c) in enumerate(spots):
+    avg_where = np.stack([np.zeros_like(q), q, k], -1).astype(np.uint8) if small else None
+    return [
+        go.Heatmap(
+            z=z,
+            customdata=where,
+            coloraxis="coloraxis",
+            hoverongaps=False,
+            name="heads (tiled, blank cells between panels)",
+            hovertemplate=("head %{customdata[0]}" if small else "head %{customdata}")
+            + f"{qk}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
+        ),
+        go.Heatmap(
+            z=w.mean(0),  # (T, T)
+            x0=ca * m.sx,
+            y0=ra * m.sy,
+            customdata=avg_where,
+            coloraxis="coloraxis",
+            name=f"average of {m.h}",
+            hovertemplate=f"average of {m.h} heads{qk}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
+        ),
+    ]
+
+
+def _panel_titles(m: _Mosaic, focus: Any | None) -> list[dict]:
+    """A title above each panel: the head (and its focus), or the average."""
+    out = []
+    n = m.shown + 1
+    for i, (r, c) in enumerate(m.spots):
         is_avg = i == n - 1
-        name = f"<b>average of {h}</b>" if is_avg else f"head {i + 1}"
+        name = f"<b>average of {m.h}</b>" if is_avg else f"head {i + 1}"
         extra = f" · focus {float(focus[i]):.2f}" if focus is not None and not is_avg else ""
-        annotations.append(
+        out.append(
             dict(
                 text=name + extra,
-                x=c * sx + (T - 1) / 2,
-                y=r * sy - 0.5,
+                x=c * m.sx + (m.T - 1) / 2,
+                y=r * m.sy - 0.5,
                 xref="x",
                 yref="y",
                 xanchor="center",
                 yanchor="bottom",
                 showarrow=False,
-                font=dict(size=13 if cols < 6 else 12, color=OKABE_ITO[3] if is_avg else "#333"),
+                font=dict(size=13 if m.cols < 6 else 12, color=OKABE_ITO[3] if is_avg else "#333"),
             )
         )
-    # Token labels left of each row of panels and under the bottom-left panel only: every
-    # panel shares these axes, and each label is SVG text the browser has to lay out.
-    # random vectors have no words: their positions 1…T name the rows and columns instead
+    return out
+
+
+def _mosaic_axes(m: _Mosaic, tokens: list[str] | None) -> dict:
+    """The shared x and y axes: square cells, row 0 on top, token labels where they fit.
+
+    Token labels left of each row of panels and under the bottom-left panel only: every
+    panel shares these axes, and each label is SVG text the browser has to lay out.
+    Random vectors have no words: their positions 1…T name the rows and columns instead."""
+    T, shape = m.T, m.cells
     labels = _labels(tokens) if tokens is not None else [str(i + 1) for i in range(T)]
     axis = dict(showgrid=False, zeroline=False, tickfont=dict(size=10))
     if labels and T <= 16:
         x_ticks = dict(tickmode="array", tickvals=list(range(T)), ticktext=labels)
         y_ticks = dict(
             tickmode="array",
-            tickvals=[r * sy + j for r in range(rows) for j in range(T)],
-            ticktext=labels * rows,
+            tickvals=[r * m.sy + j for r in range(m.rows) for j in range(T)],
+            ticktext=labels * m.rows,
         )
     else:
         x_ticks = y_ticks = dict(showticklabels=False, ticks="")
-    fig.update_layout(
-        title=dict(
-            text=f"Every head's attention weights ({shown} of {h} heads shown) and their average",
-            x=0.0,
-            xanchor="left",
-            font=dict(size=17),
-        ),
-        font=dict(size=13),
-        height=height,
-        margin=dict(l=70, r=10, t=70, b=60),
-        coloraxis=WEIGHT_COLORAXIS,
-        annotations=annotations,
-        hoverlabel=dict(font_size=14),
-        plot_bgcolor="white",
+    long = max((len(t) for t in labels), default=0) > 3
+    return dict(
         xaxis=dict(
             title=dict(text=X_KEY),
-            range=[-0.5, z.shape[1] - 0.5],
+            range=[-0.5, shape[1] - 0.5],
             constrain="domain",
-            tickangle=-60 if max((len(t) for t in labels), default=0) > 3 else None,  # None: auto
+            tickangle=-60 if long else None,  # None: auto
             **axis,
             **x_ticks,
         ),
         yaxis=dict(
             title=dict(text=Y_QUERY),
-            range=[z.shape[0] - 0.5, -0.5],  # row 0 at the top, like a matrix
+            range=[shape[0] - 0.5, -0.5],  # row 0 at the top, like a matrix
             scaleanchor="x",  # square cells: a T×T map is drawn as a square
             constrain="domain",
             **axis,
             **y_ticks,
         ),
     )
+
+
+def _grid_caption(w: np.ndarray) -> str:
+    """What to notice: each head against the average, measured on these weights."""
+    h = w.shape[0]
     more = (
         f" Heads {MAX_PANELS + 1}–{h} are not drawn one by one; the focus chart below covers all."
         if h > MAX_PANELS
@@ -191,13 +217,46 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
             "Averaging the heads (which is what one head would have to do) blurs the patterns "
             "together."
         )
-    caption = (
+    return (
         "Each small map is one head: row = a token asking, column = a token being read, one "
         "colour scale for all. Compare the heads with the last panel, their **average**. "
         + compare
         + more
     )
-    return Chart(fig, caption)
+
+
+def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = None) -> Chart:
+    """Small multiples: up to 16 heads' (T, T) weights, then their average, on one 0–1 scale.
+
+    `tokens` label the rows and columns of small maps; None (random vectors, nothing to
+    name) labels them with positions 1…T.
+
+    Drawn on ONE pair of axes: the heads are tiled into one heatmap with blank (NaN) cells
+    between the panels, and the average is a second heatmap in the last slot. In a browser
+    every subplot costs its own axes, ticks and trace; 17 subplots redrew several times
+    slower than this mosaic.
+    """
+    w = to_numpy(weights)  # (h, T, T)
+    h, T, _ = w.shape
+    m = _mosaic(h, T)
+    fig = go.Figure(_mosaic_traces(w, m))
+    fig.update_layout(
+        title=dict(
+            text=f"Every head's attention weights ({m.shown} of {h} heads shown) and their average",
+            x=0.0,
+            xanchor="left",
+            font=dict(size=17),
+        ),
+        font=dict(size=13),
+        height=m.height,
+        margin=dict(l=70, r=10, t=70, b=60),
+        coloraxis=WEIGHT_COLORAXIS,
+        annotations=_panel_titles(m, focus),
+        hoverlabel=dict(font_size=14),
+        plot_bgcolor="white",
+        **_mosaic_axes(m, tokens),
+    )
+    return Chart(fig, _grid_caption(w))
 
 
 def focus_bars(focus: Any, avg_focus: float, T: int) -> Chart:
@@ -250,21 +309,28 @@ def focus_bars(focus: Any, avg_focus: float, T: int) -> Chart:
 # ----------------------------------------------------------------------------- outputs
 
 
-def head_output_heatmap(o: Any, tokens: list[str], head: int) -> Chart:
-    """One head's output (T, d_k), signed values on a diverging scale."""
-    z = to_numpy(o)
-    T, d_k = z.shape
-    fig = heatmap(
+def _signed_map(z, title: str, x_title: str, tokens: list[str], show_values=False):
+    """Token rows against vector components, signed values on a diverging scale."""
+    return heatmap(
         z,
-        title=f"Head {head}'s output: T × d_k = {T} × {d_k}",
-        x_title="component of the head's subspace (d_k)",
+        title=title,
+        x_title=x_title,
         y_title="token",
         y_labels=_row_labels(tokens),
         diverging=True,
         colorbar_title="value",
-        show_values=T <= 12 and d_k <= 12,
+        show_values=show_values,
         height=360,
     )
+
+
+def head_output_heatmap(o: Any, tokens: list[str], head: int) -> Chart:
+    """One head's output (T, d_k), signed values on a diverging scale."""
+    z = to_numpy(o)
+    T, d_k = z.shape
+    title = f"Head {head}'s output: T × d_k = {T} × {d_k}"
+    x_title = "component of the head's subspace (d_k)"
+    fig = _signed_map(z, title, x_title, tokens, show_values=T <= 12 and d_k <= 12)
     if d_k > 24:
         fig.update_traces(xgap=0)
     if T > 24:
@@ -281,17 +347,8 @@ def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
     z = to_numpy(concat)
     T, d_model = z.shape
     d_k = d_model // h
-    fig = heatmap(
-        z,
-        title=f"All heads concatenated before W_o: T × d_model = {T} × {d_model}",
-        x_title="component of d_model (head 1's slice first)",
-        y_title="token",
-        y_labels=_row_labels(tokens),
-        diverging=True,
-        colorbar_title="value",
-        show_values=False,
-        height=360,
-    )
+    title = f"All heads concatenated before W_o: T × d_model = {T} × {d_model}"
+    fig = _signed_map(z, title, "component of d_model (head 1's slice first)", tokens)
     fig.update_traces(xgap=0, ygap=0)
     if h <= 64:
         for j in range(1, h):
@@ -317,7 +374,7 @@ def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
 # ----------------------------------------------------------------------------- the tired cat
 
 
-def _vec(v) -> str:
+def vec(v) -> str:
     """[4, 0]: a short vector as the lesson writes it."""
     return "[" + ", ".join(f"{float(x):.3g}" for x in v) + "]"
 
@@ -342,7 +399,7 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
             y=[v_cat[1], v_tired[1]],
             mode="markers+text",
             marker=dict(size=18, color=[OKABE_ITO[1], OKABE_ITO[2]], symbol="square"),
-            text=[f"v_cat = {_vec(v_cat)}", f"v_tired = {_vec(v_tired)}"],
+            text=[f"v_cat = {vec(v_cat)}", f"v_tired = {vec(v_tired)}"],
             textposition=["middle right", "top center"],
             name="value vectors",
         )
@@ -405,7 +462,7 @@ def tired_cat_concat(out: Any, a1: float, a2: float, apart: Any) -> Chart:
     fig.update_yaxes(range=[0, 5])
     caption = (
         f"Blue bars: head 1's two numbers ({a1:.2f} on cat); orange bars: head 2's ({a2:.2f} on "
-        f"cat). With head 1 on cat and head 2 on tired the result is {_vec(to_numpy(apart))}: "
+        f"cat). With head 1 on cat and head 2 on tired the result is {vec(to_numpy(apart))}: "
         "both facts survive in their own coordinates, and W_o can route each wherever later "
         "layers need it."
     )
@@ -500,47 +557,32 @@ def _int(n: int) -> str:
     return f"{n:,}"
 
 
-def reshape_table_md(steps) -> str:
-    """The walk-through as a markdown table (shapes and strides are numbers, safe to print)."""
+def reshape_table_md(steps, meanings: dict[str, str]) -> str:
+    """The walk-through as a markdown table (shapes and strides are numbers, safe to print);
+    `meanings` holds each step's words by its key (content/multi_head.md `reshape.steps`)."""
     rows = [
         "| step | code | shape | strides | contiguous? | what it means |",
         "|---:|---|---|---|:---:|---|",
     ]
     for i, s in enumerate(steps, 1):
         ok = "yes" if s.contiguous else "**no**"
-        shape, stride = (str(tuple(t)).replace(", ", ",\u00a0") for t in (s.shape, s.stride))
-        rows.append(f"| {i} | `{s.code}` | {shape} | {stride} | {ok} | {s.meaning} |")
+        shape, stride = shape_text(s.shape), shape_text(s.stride)
+        rows.append(f"| {i} | `{s.code}` | {shape} | {stride} | {ok} | {meanings[s.key]} |")
     return "\n".join(rows)
 
 
-def shape_table_md(rows) -> str:
-    """(code, shape, meaning) rows -> a markdown table (shapes are numbers, safe to print)."""
+def shape_table_md(rows, meanings: dict[str, str]) -> str:
+    """(code, shape, key) rows -> a markdown table (shapes are numbers, safe to print);
+    `meanings` holds each row's words by its key (content/multi_head.md `value_width.rows`)."""
     out = ["| step | code | shape | what it means |", "|---:|---|---|---|"]
     for i, r in enumerate(rows, 1):
-        shape = str(tuple(r.shape)).replace(", ", ",\u00a0")
-        out.append(f"| {i} | `{r.code}` | {shape} | {r.meaning} |")
+        shape = shape_text(r.shape)
+        out.append(f"| {i} | `{r.code}` | {shape} | {meanings[r.key]} |")
     return "\n".join(out)
 
 
-def value_width_md(walk) -> str:
-    """What the d_v ≠ d_k walk shows, every number read from its tensors' shapes."""
-    h = walk.head_output[1]  # (B, h, T, d_v)
-    text = (
-        "**d_v may differ from d_k: only q and k must share a width.** A score is q·k, a sum of "
-        f"d_k = {walk.d_k} products, so q and k need the same d_k, and the sum leaves one number "
-        "per pair of tokens whatever d_k was. v never meets q or k; the weights only average "
-        f"it, so its width is free. Here d_v = {walk.d_v}: every head returns "
-        f"{_shape(walk.head_output)} = (B, h, T, d_v), the {h} heads merge into "
-        f"{walk.merged[-1]} = h·d_v numbers per token, and W_o, {_shape(walk.W_o)}, maps them "
-        f"back to d_model = {walk.output[-1]}. PyTorch's F.scaled_dot_product_attention on the "
-        f"same q, k, v agrees to {walk.sdpa_max_diff:.2g}."
-    )
-    if walk.d_v == walk.d_k:
-        text += " (Here d_v = d_k, as most models choose: move the d_v slider to make them differ.)"
-    return text
-
-
-def _shape(shape) -> str:
+def shape_text(shape) -> str:
+    """(1, 8, 10, 64): a shape for a sentence or a table, kept on one line."""
     return str(tuple(shape)).replace(", ", ",\u00a0")
 
 
@@ -574,189 +616,3 @@ def kv_table_md(rows, h: int, current: int, fmt_bytes) -> str:
             f"{r.ratio:.3g}× |"
         )
     return "\n".join(out)
-
-
-# ----------------------------------------------------------------------------- the page's words
-# Kept beside the pictures they talk about, so the page script stays a short composition.
-
-INTRO = (
-    "One attention head gives every token **one** probability distribution over the others, "
-    "so it can stress one kind of relation at a time. Multi-head attention cuts d_model into h "
-    "slices of width d_k = d_model / h and runs an independent head in each — h separate "
-    "distributions per token — then glues the results side by side and mixes them with W_o. "
-    "Walk through it step by step below; the settings in the sidebar drive every step."
-)
-
-
-def try_heads(max_tokens: int) -> list[tuple[str, str]]:
-    return [
-        ("Set heads to 1", "one map, and the average is that same map: nothing is blurred."),
-        (
-            "Switch the input to a sentence and type your own",
-            "the same words always give the same maps, and each head still prefers other pairs.",
-        ),
-        (
-            f"Raise tokens to {max_tokens}",
-            f"each row shares its weight among {max_tokens} tokens: compare the bars with the "
-            f"uniform line, now 1/T = {1 / max_tokens:.3g}.",
-        ),
-    ]
-
-
-def cat_intro(v_cat, v_tired) -> str:
-    return (
-        "The query *sat* needs two things at once: its subject **cat** and the modifier "
-        f"**tired**. Give them the values v_cat = {_vec(v_cat)} and v_tired = {_vec(v_tired)}. "
-        "One head has one set of weights to split between them; two heads, each in its own "
-        "2-number slice, have one set each."
-    )
-
-
-def try_cat(half: Any, both_on_cat: Any) -> list[tuple[str, str]]:
-    """`half`: one head's output at weight 0.5; `both_on_cat`: two heads both at weight 1."""
-    mid = _vec(to_numpy(half))
-    return [
-        (
-            "Put the one-head weight at 0.5",
-            f"the output is {mid} — exactly what one token with value {mid} would give. "
-            "Nothing records that two facts went in.",
-        ),
-        (
-            "Slide the one-head weight from 0 to 1",
-            "the point only moves along the grey segment: one distribution can trade cat for "
-            "tired, never keep both.",
-        ),
-        (
-            "Set both heads to weight 1 on cat",
-            f"the two-head output becomes {_vec(to_numpy(both_on_cat))}: heads that agree waste "
-            "their extra room — which is why head diversity (the *Diversity* step) matters.",
-        ),
-    ]
-
-
-WHY_VIEW_FAILS = (
-    "A tensor is one flat block of memory plus **strides**: how many elements to skip for one "
-    "step along each axis. `.transpose` only swaps two strides; no number moves. `.view` can "
-    "only re-read memory in its existing order, and after the transpose one token's h slices "
-    "are no longer side by side, so it cannot glue them. `.contiguous()` first copies the "
-    "numbers into the new order; `.reshape` makes that same copy for you when it must."
-)
-
-PARAMS_NOTE = (
-    "Counted on real layers. Splitting into h heads changes how W_q, W_k and W_v are read, not "
-    "their size: more heads buy independent distributions, not parameters."
-)
-
-
-def kv_note(context: int, layers: int, batch: int, dtype: str) -> str:
-    return (
-        "The KV cache holds the keys and values of every past token during generation. Assumed: "
-        f"a context of {context:,} tokens, {layers} layers, batch {batch}, {dtype}. Sharing K and "
-        "V across a group of query heads divides the cache by the group size (MQA: by h)."
-    )
-
-
-def try_prune(curve: Any) -> list[tuple[str, str]]:
-    """`curve`: relative output change after removing 0, 1, … h heads (least useful first)."""
-    end = 100 * float(to_numpy(curve)[-1])
-    return [
-        (
-            "Prune half the heads",
-            "the output moves a lot here but keeps a clearly positive cosine similarity: the "
-            "heads left still carry their share.",
-        ),
-        ("Prune every head", f"the output collapses to W_o's bias; the curve ends at {end:.0f} %."),
-        (
-            "Set key/value heads to 1 (MQA)",
-            "compare the divergence map: heads still differ through their own queries even "
-            "when they share one K and V.",
-        ),
-    ]
-
-
-def untrained_vs_trained(curve: Any) -> str:
-    """Pruning on random weights (half the heads, from `curve`) against trained models."""
-    c = to_numpy(curve)
-    h = c.shape[0] - 1
-    k = h // 2
-    if k:
-        share, root = k / h, math.sqrt(k / h)
-        closer = "√(k/h)" if abs(c[k] - root) <= abs(c[k] - share) else "k/h"
-        cost = (
-            f"pruning the {k} least useful of {h} heads moves the output by {100 * c[k]:.0f} %. "
-            f"A cost in proportion to the heads removed would be k/h = {share:.0%}; heads whose "
-            f"contributions point in unrelated directions give about √(k/h) = {root:.0%}. Here "
-            f"the measurement is closer to {closer}"
-        )
-    else:
-        cost = "with a single head, pruning it leaves only W_o's bias"
-    return (
-        f"These weights are random, so every head carries a similar share: {cost}. In trained "
-        "models, studies find many heads redundant: a large fraction can be removed with little "
-        "loss, and the surviving maps do recognisable jobs (previous token, a verb's subject, "
-        "matching brackets). The *Trained heads* page shows real ones."
-    )
-
-
-# ----------------------------------------------------------------------------- predict, then reveal
-# Templates only: every number in them is filled in by the page from attn_core.
-
-EX_PARAMS_Q = (
-    "One head at d_model = {d_model} has **{p1:,}** parameters in W_q, W_k, W_v and W_o "
-    "(weights and biases, counted on a real layer). Keep d_model and split it into "
-    "**h = {h} heads**. How many parameters does the layer have now?"
-)
-EX_PARAMS_WHY = (
-    "Each projection is still one d_model × d_model matrix: the split into heads happens "
-    "*after* it, when `.view` cuts every {d_model}-number output into {h} slices of "
-    "d_k = {d_k}. Head j simply reads columns of W_q, W_k and W_v that one big head would "
-    "have used anyway, and W_o mixes the same {d_model} numbers back. More heads buy more "
-    "independent distributions per token for free in parameters; what they give up is width "
-    "per head (d_k shrinks as h grows)."
-)
-EX_MQA_Q = (
-    "Multi-query attention: all **{h} query heads** share **one** K and one V projection "
-    "(kv_heads = 1), seed {seed}, {T} tokens. How many *different* attention maps does the "
-    "layer produce?"
-)
-EX_MQA_TRUTH = (
-    "Counted {n} distinct maps; the closest pair of heads still differs by {js:.3g} bits "
-    "(Jensen–Shannon, averaged over queries)."
-)
-EX_MQA_WHY = (
-    "A head's map is softmax(q_j·Kᵀ/√d_k). Sharing K fixes the keys every head compares "
-    "against, but each head keeps its own W_q slice, so each asks its own question of those "
-    "keys and gets its own distribution. What MQA gives up is variety in *what* the heads can "
-    "match on and read out (one K and one V for all), and what it wins is a KV cache {h}× "
-    "smaller. Sharing weights is not the same as sharing attention."
-)
-EX_PRUNE_Q = (
-    "This layer (seed {seed}) has {h} heads. Prune **{heads}** ({k} of {h}) by zeroing "
-    "before W_o. By what percentage does the layer's output move, ‖y_pruned − y‖ / ‖y‖? "
-    "(Answer in %.)"
-)
-EX_PRUNE_WHY = (
-    "Removing {k} of {h} heads removes {share:.0%} of the *terms*, but the output's norm does "
-    "not fall in proportion. Each head writes into the {d_model}-wide output through its own "
-    "block of W_o, and with random weights those {h} contributions point in nearly unrelated "
-    "directions. Lengths of unrelated vectors add like Pythagoras: squared norms add, so "
-    "dropping a fraction k/h of the squared length moves the output by about √(k/h) = "
-    "{root:.0%}. {verdict}"
-)
-
-
-def prune_verdict(k: int, h: int, measured_pct: float) -> str:
-    """How the naive guess k/h compares with the measured change (in %) on this layer."""
-    share = 100 * k / h
-    if measured_pct > share:
-        return (
-            f"Here the guess k/h = {share:.0f} % undercounts the measured {measured_pct:.0f} %: "
-            "a few heads already matter a lot."
-        )
-    return (
-        f"Here the guess k/h = {share:.0f} % is not below the measured {measured_pct:.0f} %: "
-        "with so few dimensions the heads' contributions are not unrelated enough."
-        if h > 1
-        else f"With one head, pruning it moves the output by {measured_pct:.0f} %: only the "
-        "bias is left."
-    )

@@ -257,7 +257,7 @@ class ReshapeStep:
     shape: tuple[int, ...]
     stride: tuple[int, ...]
     contiguous: bool
-    meaning: str
+    key: str  # which step: content/multi_head.md `reshape.steps` says what it means
 
 
 @dataclass(frozen=True)
@@ -276,8 +276,8 @@ def reshape_walkthrough(B: int, T: int, d_model: int, h: int) -> ReshapeWalk:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(B, T, d_model, generator=g)  # (B, T, d_model): one projection's output
 
-    def step(t: torch.Tensor, code: str, meaning: str) -> ReshapeStep:
-        return ReshapeStep(code, tuple(t.shape), tuple(t.stride()), t.is_contiguous(), meaning)
+    def step(t: torch.Tensor, code: str, key: str) -> ReshapeStep:
+        return ReshapeStep(code, tuple(t.shape), tuple(t.stride()), t.is_contiguous(), key)
 
     split = x.view(B, T, h, d_k)  # (B, T, h, d_k): same memory, last axis cut in h pieces
     heads = split.transpose(1, 2)  # (B, h, T, d_k): only the strides change, nothing moves
@@ -286,13 +286,13 @@ def reshape_walkthrough(B: int, T: int, d_model: int, h: int) -> ReshapeWalk:
     back = out.transpose(1, 2)  # (B, T, h, d_k): a non-contiguous view again
     merged = back.contiguous().view(B, T, d_model)  # (B, T, d_model): copy, then re-read
     steps = [
-        step(x, "x = W_q(tokens)", "one projection of every token"),
-        step(split, "x.view(B, T, h, d_k)", "cut each token's vector into h slices"),
-        step(heads, ".transpose(1, 2)", "put heads before time: h separate sequences"),
-        step(scores, "q @ k.transpose(-2, -1) / √d_k", "one T×T score matrix per head"),
-        step(out, "softmax(scores) @ v", "each head's weighted average of its values"),
-        step(back, "out.transpose(1, 2)", "time first again — but memory is not in that order"),
-        step(merged, ".contiguous().view(B, T, d_model)", "copy into order, then glue heads"),
+        step(x, "x = W_q(tokens)", "project"),
+        step(split, "x.view(B, T, h, d_k)", "split"),
+        step(heads, ".transpose(1, 2)", "heads_first"),
+        step(scores, "q @ k.transpose(-2, -1) / √d_k", "scores"),
+        step(out, "softmax(scores) @ v", "average"),
+        step(back, "out.transpose(1, 2)", "time_first"),
+        step(merged, ".contiguous().view(B, T, d_model)", "merge"),
     ]
     try:
         back.view(B, T, d_model)  # the bug: .view cannot walk a transposed layout
@@ -315,7 +315,7 @@ def reshape_walkthrough(B: int, T: int, d_model: int, h: int) -> ReshapeWalk:
 class ShapeRow:
     code: str
     shape: tuple[int, ...]
-    meaning: str
+    key: str  # which row: content/multi_head.md `value_width.rows` says what it means
 
 
 @dataclass(frozen=True)
@@ -367,16 +367,16 @@ def value_width_walkthrough(
     except ValueError as e:  # the live message, shown as-is
         error = str(e)
     rows = [
-        ShapeRow("x", tuple(x.shape), "the tokens"),
-        ShapeRow("q = split(x @ W_q)", tuple(q.shape), "h heads of queries, d_k wide"),
-        ShapeRow("k = split(x @ W_k)", tuple(k.shape), "keys: as wide as the queries"),
-        ShapeRow("W_v", tuple(W_v.shape), "d_model in, h·d_v out"),
-        ShapeRow("v = split(x @ W_v)", tuple(v.shape), "values: their own width d_v"),
-        ShapeRow("q @ k.transpose(-2, -1)", tuple(r.scores.shape), "d_k is summed away"),
-        ShapeRow("softmax(scores) @ v", tuple(r.output.shape), "each head returns d_v numbers"),
-        ShapeRow("merge heads", tuple(merged.shape), "h·d_v numbers per token"),
-        ShapeRow("W_o", tuple(W_o.shape), "h·d_v in, d_model out"),
-        ShapeRow("merged @ W_o", tuple(y.shape), "back to d_model"),
+        ShapeRow("x", tuple(x.shape), "x"),
+        ShapeRow("q = split(x @ W_q)", tuple(q.shape), "q"),
+        ShapeRow("k = split(x @ W_k)", tuple(k.shape), "k"),
+        ShapeRow("W_v", tuple(W_v.shape), "W_v"),
+        ShapeRow("v = split(x @ W_v)", tuple(v.shape), "v"),
+        ShapeRow("q @ k.transpose(-2, -1)", tuple(r.scores.shape), "scores"),
+        ShapeRow("softmax(scores) @ v", tuple(r.output.shape), "heads_out"),
+        ShapeRow("merge heads", tuple(merged.shape), "merged"),
+        ShapeRow("W_o", tuple(W_o.shape), "W_o"),
+        ShapeRow("merged @ W_o", tuple(y.shape), "output"),
     ]
     return ValueWidthWalk(
         d_k=d_k,
@@ -515,3 +515,33 @@ def distinct_maps(weights: torch.Tensor, tol: float = 1e-6) -> int:
         if all(float((w - u).abs().max()) > tol for u in kept):
             kept.append(w)
     return len(kept)
+
+
+@dataclass(frozen=True)
+class HalfPruned:
+    """What pruning the least useful half of the heads does, read off a pruning curve."""
+
+    h: int  # heads in the layer
+    k: int  # heads pruned: h // 2 (0 when h = 1)
+    moved: float  # relative output change after pruning them, in % (curve[k])
+    share: float  # k / h: a cost in proportion to the heads removed
+    root: float  # √(k/h): the cost when the heads write in unrelated directions
+    closer_to_root: bool  # the measurement is nearer √(k/h) than k/h
+
+
+def half_pruned(curve: torch.Tensor) -> HalfPruned:
+    """curve[k]: relative output change after removing the k least useful heads (0…h)."""
+    c = [float(x) for x in curve]
+    h = len(c) - 1
+    k = h // 2
+    share, root = k / h, math.sqrt(k / h)
+    closer = abs(c[k] - root) <= abs(c[k] - share)
+    return HalfPruned(h=h, k=k, moved=100 * c[k], share=share, root=root, closer_to_root=closer)
+
+
+def prune_verdict(k: int, h: int, measured_pct: float) -> str:
+    """How the naive guess k/h compares with the measured change (in %) on this layer:
+    'under' (the guess undercounts), 'not_below', or 'one_head' (nothing but the bias left)."""
+    if measured_pct > 100 * k / h:
+        return "under"
+    return "not_below" if h > 1 else "one_head"

@@ -8,42 +8,17 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attn_core import (
-    V_CAT,
-    V_TIRED,
-    count_parameters,
-    embed_words_fixed,
-    gqa_example,
-    head_diversity,
-    head_kind,
-    jensen_shannon,
-    kv_cache_bytes,
-    kv_head_choices,
-    kv_table,
-    mha_parameter_formula,
-    nearest_choices,
-    nearest_valid_heads,
-    output_change,
-    pruned_forward,
-    pruned_output,
-    pruning_curve,
-    random_tokens,
-    reshape_walkthrough,
-    run_heads,
-    seeded_mha,
-    sentence_tokens,
-    tired_cat_one_head,
-    tired_cat_two_heads,
-    valid_head_counts,
-)
+from attn_core import kv_cache_bytes, valid_head_counts
 from attn_core.attention import attention
+from attn_core.lessons import multi_head as core
 from attn_core.lessons.multi_head import value_width_walkthrough
+from ui.content import choices
 
 
 def _small(d_model=32, h=4, h_kv=None, T=6, seed=0):
-    m = seeded_mha(d_model, h, h if h_kv is None else h_kv, seed)
-    x = random_tokens(T, d_model, seed)
-    return m, x, run_heads(x, m)
+    m = core.seeded_mha(d_model, h, h if h_kv is None else h_kv, seed)
+    x = core.random_tokens(T, d_model, seed)
+    return m, x, core.run_heads(x, m)
 
 
 # ----------------------------------------------------------------------------- parameters
@@ -51,24 +26,24 @@ def _small(d_model=32, h=4, h_kv=None, T=6, seed=0):
 
 @pytest.mark.parametrize("d_model", [16, 24, 96, 512, 1024])
 def test_parameter_count_is_the_same_for_every_valid_head_count(d_model):
-    expected = mha_parameter_formula(d_model)
+    expected = core.mha_parameter_formula(d_model)
     assert expected == 4 * d_model**2 + 4 * d_model
     for h in valid_head_counts(d_model):
-        assert count_parameters(d_model, h)["total"] == expected
+        assert core.count_parameters(d_model, h)["total"] == expected
 
 
 def test_meta_count_matches_a_real_layer_and_torch_mha():
-    m = seeded_mha(48, 6, 2, 0)
+    m = core.seeded_mha(48, 6, 2, 0)
     real = sum(p.numel() for p in m.parameters())
-    assert count_parameters(48, 6, 2)["total"] == real
+    assert core.count_parameters(48, 6, 2)["total"] == real
     ref = torch.nn.MultiheadAttention(64, 8, bias=True)
-    assert count_parameters(64, 8)["total"] == sum(p.numel() for p in ref.parameters())
+    assert core.count_parameters(64, 8)["total"] == sum(p.numel() for p in ref.parameters())
 
 
 @pytest.mark.parametrize("h,h_kv", [(8, 8), (8, 2), (8, 1), (64, 8), (12, 3)])
 def test_kv_cache_ratio_is_kv_heads_over_heads(h, h_kv):
     d_model = 64 * h
-    rows = {r.h_kv: r for r in kv_table(d_model, h, h_kv)}
+    rows = {r.h_kv: r for r in core.kv_table(d_model, h, h_kv)}
     assert rows[h].kind == "MHA" and rows[h].ratio == 1.0
     assert rows[1].kind == "MQA" and rows[1].ratio == pytest.approx(1 / h)
     assert rows[h_kv].ratio == pytest.approx(h_kv / h)
@@ -79,22 +54,26 @@ def test_kv_cache_ratio_is_kv_heads_over_heads(h, h_kv):
 
 
 def test_lesson_numbers_for_d512_h8():
-    rows = kv_table(512, 8, 8)
+    rows = core.kv_table(512, 8, 8)
     assert [r.kind for r in rows] == ["MHA", "GQA", "MQA"]
     assert rows[0].bytes_per_token == 2 * 512 * 2  # K and V, 512 numbers each, 2 bytes
-    assert gqa_example(8) == 2 and gqa_example(64) == 8 and gqa_example(7) is None
-    assert [r.h_kv for r in kv_table(64, 1, 1)] == [1]
+    assert core.gqa_example(8) == 2 and core.gqa_example(64) == 8 and core.gqa_example(7) is None
+    assert [r.h_kv for r in core.kv_table(64, 1, 1)] == [1]
 
 
 def test_head_kind_and_choices():
-    assert head_kind(8, 8) == "MHA" and head_kind(8, 1) == "MQA" and head_kind(8, 4) == "GQA"
-    assert kv_head_choices(12) == [1, 2, 3, 4, 6, 12]
-    assert nearest_choices(3, [1, 2, 4, 8]) == [2, 4]
-    assert nearest_choices(100, [1, 2, 4]) == [4]
-    assert nearest_valid_heads(3, 512) == 4  # tie 2 / 4 -> the larger
-    assert nearest_valid_heads(12, 520) == 13
+    assert (
+        core.head_kind(8, 8) == "MHA"
+        and core.head_kind(8, 1) == "MQA"
+        and core.head_kind(8, 4) == "GQA"
+    )
+    assert core.kv_head_choices(12) == [1, 2, 3, 4, 6, 12]
+    assert core.nearest_choices(3, [1, 2, 4, 8]) == [2, 4]
+    assert core.nearest_choices(100, [1, 2, 4]) == [4]
+    assert core.nearest_valid_heads(3, 512) == 4  # tie 2 / 4 -> the larger
+    assert core.nearest_valid_heads(12, 520) == 13
     with pytest.raises(ValueError):
-        kv_head_choices(0)
+        core.kv_head_choices(0)
 
 
 # ----------------------------------------------------------------------------- the layer
@@ -122,34 +101,34 @@ def test_contributions_sum_to_the_output():
 
 def test_pruning_every_head_leaves_only_the_bias():
     m, x, r = _small()
-    y = pruned_forward(x, m, list(range(m.h)))
+    y = core.pruned_forward(x, m, list(range(m.h)))
     torch.testing.assert_close(y, m.W_o.bias.detach().expand_as(y))
-    torch.testing.assert_close(pruned_output(r, list(range(m.h))), y)
+    torch.testing.assert_close(core.pruned_output(r, list(range(m.h))), y)
 
 
 @pytest.mark.parametrize("pruned", [[], [0], [1, 3], [0, 1, 2]])
 def test_linear_shortcut_matches_head_mask(pruned):
     m, x, r = _small()
     torch.testing.assert_close(
-        pruned_output(r, pruned), pruned_forward(x, m, pruned), atol=1e-5, rtol=1e-5
+        core.pruned_output(r, pruned), core.pruned_forward(x, m, pruned), atol=1e-5, rtol=1e-5
     )
 
 
 def test_pruning_curve_ends_and_order():
     _, _, r = _small(h=8, d_model=64)
-    solo, curve, order = pruning_curve(r)
+    solo, curve, order = core.pruning_curve(r)
     assert curve[0] == 0.0 and sorted(order) == list(range(8))
     assert solo[order[0]] == solo.min()
-    full_drop = output_change(r.output, r.bias.expand_as(r.output))[0]
+    full_drop = core.output_change(r.output, r.bias.expand_as(r.output))[0]
     assert float(curve[-1]) == pytest.approx(full_drop, rel=1e-5)
-    rel, cos = output_change(r.output, r.output)
+    rel, cos = core.output_change(r.output, r.output)
     assert rel == 0.0 and cos == pytest.approx(1.0)
 
 
 def test_grouped_query_heads_share_keys():
     _, _, r = _small(d_model=32, h=4, h_kv=1)
-    m = seeded_mha(32, 4, 1, 0)
-    x = random_tokens(6, 32, 0)
+    m = core.seeded_mha(32, 4, 1, 0)
+    x = core.random_tokens(6, 32, 0)
     res = m.forward_detailed(x[None], x[None], x[None])
     for j in range(1, 4):
         torch.testing.assert_close(res.k[0, j], res.k[0, 0])
@@ -157,11 +136,15 @@ def test_grouped_query_heads_share_keys():
 
 
 def test_seeded_layer_is_deterministic_and_seed_dependent():
-    a, b, c = seeded_mha(32, 4, 4, 1), seeded_mha(32, 4, 4, 1), seeded_mha(32, 4, 4, 2)
+    a, b, c = (
+        core.seeded_mha(32, 4, 4, 1),
+        core.seeded_mha(32, 4, 4, 1),
+        core.seeded_mha(32, 4, 4, 2),
+    )
     assert torch.equal(a.W_q.weight, b.W_q.weight)
     assert not torch.equal(a.W_q.weight, c.W_q.weight)
     # the weights do not reuse the input's random stream
-    x = random_tokens(4, 32, 1)
+    x = core.random_tokens(4, 32, 1)
     assert not torch.allclose(a.W_q.weight[:4], x / math.sqrt(32) * math.sqrt(2), atol=1e-3)
 
 
@@ -169,25 +152,25 @@ def test_seeded_layer_is_deterministic_and_seed_dependent():
 
 
 def test_embedding_is_per_word_and_deterministic():
-    a = embed_words_fixed(["The", "cat"], 16)
-    b = embed_words_fixed(["the", "dog", "cat"], 16)
+    a = core.embed_words_fixed(["The", "cat"], 16)
+    b = core.embed_words_fixed(["the", "dog", "cat"], 16)
     assert a.shape == (2, 16) and a.dtype == torch.float32
-    torch.testing.assert_close(a, embed_words_fixed(["The", "cat"], 16))
+    torch.testing.assert_close(a, core.embed_words_fixed(["The", "cat"], 16))
     # same word, same position: same row, whatever the rest of the sentence
     torch.testing.assert_close(a[0], b[0])
     # same word at two positions: rows differ only by the position code
-    assert not torch.equal(embed_words_fixed(["cat", "cat"], 16)[0], a[1])
+    assert not torch.equal(core.embed_words_fixed(["cat", "cat"], 16)[0], a[1])
     with pytest.raises(ValueError):
-        embed_words_fixed([], 16)
+        core.embed_words_fixed([], 16)
 
 
 def test_sentence_tokens_handles_emoji_html_and_length():
-    toks, dropped = sentence_tokens("The tired cat 🐈 sat! <b>hi</b>")
+    toks, dropped = core.sentence_tokens("The tired cat 🐈 sat! <b>hi</b>")
     assert toks[:3] == ["The", "tired", "cat"] and "🐈" in toks and dropped == 0
     assert "<" in "".join(toks)  # kept as text; the page escapes it
-    toks, dropped = sentence_tokens("word " * 10_000)
+    toks, dropped = core.sentence_tokens("word " * 10_000)
     assert len(toks) == 64 and dropped == 10_000 - 64
-    assert sentence_tokens("   ") == ([], 0)
+    assert core.sentence_tokens("   ") == ([], 0)
 
 
 # ----------------------------------------------------------------------------- diversity
@@ -200,13 +183,15 @@ def test_jensen_shannon_against_a_direct_formula():
     m = 0.5 * (p + q)
     kl = lambda a, b: (a * (a / b).log()).sum(-1)  # noqa: E731
     direct = 0.5 * (kl(p, m) + kl(q, m)) / math.log(2)
-    torch.testing.assert_close(jensen_shannon(p, q), direct)
+    torch.testing.assert_close(core.jensen_shannon(p, q), direct)
     torch.testing.assert_close(
-        jensen_shannon(p, q), 0.5 * (F.kl_div(m.log(), p, reduction="none").sum(-1)
+        core.jensen_shannon(p, q), 0.5 * (F.kl_div(m.log(), p, reduction="none").sum(-1)
                                      + F.kl_div(m.log(), q, reduction="none").sum(-1)) / math.log(2)
     )  # fmt: skip
     one_hot = torch.eye(3, dtype=torch.float64)
-    torch.testing.assert_close(jensen_shannon(one_hot[0], one_hot[1]), torch.tensor(1.0).double())
+    torch.testing.assert_close(
+        core.jensen_shannon(one_hot[0], one_hot[1]), torch.tensor(1.0).double()
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -214,12 +199,12 @@ def test_jensen_shannon_against_a_direct_formula():
 def test_head_diversity_properties(h, T, seed):
     g = torch.Generator().manual_seed(seed)
     w = torch.softmax(torch.randn(h, T, T, generator=g), -1)
-    d = head_diversity(w)
+    d = core.head_diversity(w)
     assert d.shape == (h, h)
     assert torch.all(d >= 0) and torch.all(d <= 1 + 1e-9)
     torch.testing.assert_close(d, d.T)
     assert torch.all(d.diagonal() == 0)
-    same = head_diversity(w[:1].expand(2, T, T))
+    same = core.head_diversity(w[:1].expand(2, T, T))
     assert float(same.max()) < 1e-9
 
 
@@ -228,7 +213,7 @@ def test_head_diversity_properties(h, T, seed):
 
 @pytest.mark.parametrize("T,d_model,h", [(10, 512, 8), (3, 16, 2), (64, 1024, 64)])
 def test_missing_contiguous_raises_and_is_caught(T, d_model, h):
-    walk = reshape_walkthrough(1, T, d_model, h)
+    walk = core.reshape_walkthrough(1, T, d_model, h)
     assert walk.view_error is not None and "view" in walk.view_error
     assert walk.reshape_copies and walk.reshape_matches
     shapes = [s.shape for s in walk.steps]
@@ -241,34 +226,43 @@ def test_missing_contiguous_raises_and_is_caught(T, d_model, h):
         torch.zeros(1, h, T, d_k).transpose(1, 2).view(1, T, d_model)
 
 
+def test_every_reshape_step_and_shape_row_has_its_words_in_the_content_file():
+    walk = core.reshape_walkthrough(1, 5, 32, 4)
+    rows = [r.key for r in value_width_walkthrough(1, 5, 32, 4, 8).rows]
+    assert [s.key for s in walk.steps] == list(choices("multi_head", "reshape.steps"))
+    assert rows == list(choices("multi_head", "value_width.rows"))  # same rows, same order
+    last = walk.steps[-1]  # the page finds the merge step by its key
+    assert last.key == "merge" and ".contiguous()" in last.code
+
+
 def test_single_head_view_needs_no_copy():
-    assert reshape_walkthrough(1, 5, 32, 1).view_error is None
+    assert core.reshape_walkthrough(1, 5, 32, 1).view_error is None
     with pytest.raises(ValueError):
-        reshape_walkthrough(1, 5, 32, 3)
+        core.reshape_walkthrough(1, 5, 32, 3)
 
 
 # ----------------------------------------------------------------------------- the tired cat
 
 
 def test_tired_cat_outputs():
-    torch.testing.assert_close(tired_cat_one_head(0.5), torch.tensor([2.0, 2.0]).double())
-    torch.testing.assert_close(tired_cat_one_head(1.0), torch.tensor(V_CAT).double())
-    torch.testing.assert_close(tired_cat_one_head(0.0), torch.tensor(V_TIRED).double())
+    torch.testing.assert_close(core.tired_cat_one_head(0.5), torch.tensor([2.0, 2.0]).double())
+    torch.testing.assert_close(core.tired_cat_one_head(1.0), torch.tensor(core.V_CAT).double())
+    torch.testing.assert_close(core.tired_cat_one_head(0.0), torch.tensor(core.V_TIRED).double())
     torch.testing.assert_close(
-        tired_cat_two_heads(1.0, 0.0), torch.tensor([4.0, 0.0, 0.0, 4.0]).double()
+        core.tired_cat_two_heads(1.0, 0.0), torch.tensor([4.0, 0.0, 0.0, 4.0]).double()
     )
 
 
 @settings(max_examples=30, deadline=None)
 @given(a=st.floats(0.0, 1.0))
 def test_one_head_output_stays_on_the_segment(a):
-    y = tired_cat_one_head(a)
+    y = core.tired_cat_one_head(a)
     assert torch.isfinite(y).all()
     assert float(y.sum()) == pytest.approx(4.0)  # on the line x + y = 4
     # The weight is held as a float32 tensor: agree to float32 rounding, not float64's.
     torch.testing.assert_close(
         y,
-        a * torch.tensor(V_CAT).double() + (1 - a) * torch.tensor(V_TIRED).double(),
+        a * torch.tensor(core.V_CAT).double() + (1 - a) * torch.tensor(core.V_TIRED).double(),
         rtol=0,
         atol=1e-6,
     )

@@ -4,6 +4,8 @@ The parameter question sits in the "Cost" step, the MQA and pruning questions in
 only the open step runs, so each test opens the step that holds its question.
 """
 
+import pytest
+
 from attn_core import (
     count_parameters,
     output_change,
@@ -12,8 +14,9 @@ from attn_core import (
     run_heads,
     seeded_mha,
 )
-from attn_core.lessons.multi_head import distinct_maps, heads_to_prune
+from attn_core.lessons.multi_head import distinct_maps, heads_to_prune, prune_verdict
 from tests.support.apptest import no_exception, reveal, run_page, verdicts
+from ui.content import Words
 
 PAGE = "pages/multi-head.py"
 DEFAULT = "512-8-8-10-{seed}-0"  # d_model-heads-kv_heads-T-seed-crc32(no words)
@@ -118,3 +121,11 @@ def test_the_parameter_question_follows_d_model_and_heads():
     _, bad = verdicts(at)
     assert any(f"the computed answer is **The same: {p:,}**" in b for b in bad)
     assert p == count_parameters(64, 1)["total"]
+
+
+@pytest.mark.parametrize("measured,word", [(70.0, "undercounts"), (40.0, "is not below")])
+def test_prune_verdict_compares_the_guess_with_the_measurement(measured, word):
+    text = Words("multi_head")(
+        f"exercise.prune.verdict.{prune_verdict(4, 8, measured)}", share=50.0, measured=measured
+    )
+    assert word in text and "k/h = 50 %" in text and f"measured {measured:.0f} %" in text

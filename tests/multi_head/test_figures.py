@@ -21,6 +21,7 @@ from attn_core import (
 )
 from attn_core.lessons.multi_head import value_width_walkthrough
 from figures import multi_head as fg
+from ui.content import choices
 
 
 def _run(d_model=32, h=4, T=6):
@@ -126,8 +127,8 @@ def test_tired_cat_figures():
     bars = fg.tired_cat_concat(tired_cat_two_heads(1.0, 0.0), 1.0, 0.0, apart)
     assert list(bars.fig.data[0].y) == [4.0, 0.0, 0.0, 4.0]
     assert "[4, 0 | 0, 4]" in bars.fig.layout.title.text
-    assert f"the result is {fg._vec(apart.tolist())}" in bars.caption  # from the computation
-    assert f"v_cat = {fg._vec(V_CAT)}" in plane.fig.data[1].text
+    assert f"the result is {fg.vec(apart.tolist())}" in bars.caption  # from the computation
+    assert f"v_cat = {fg.vec(V_CAT)}" in plane.fig.data[1].text
     for c in (plane, bars):
         assert c.fig.layout.xaxis.title.text and c.fig.layout.yaxis.title.text
 
@@ -148,8 +149,9 @@ def test_diversity_and_pruning_charts():
 
 def test_markdown_tables():
     walk = reshape_walkthrough(1, 5, 32, 4)
-    md = fg.reshape_table_md(walk.steps)
+    md = fg.reshape_table_md(walk.steps, choices("multi_head", "reshape.steps"))
     assert md.count("\n") == 8 and "**no**" in md and "(1,\u00a04,\u00a05,\u00a08)" in md
+    assert "| time first again — but memory is not in that order |" in md  # words by key
     params = fg.params_table_md(32, [(1, count_parameters(32, 1)), (4, count_parameters(32, 4))])
     assert params.count("4,224") == 4  # 4·32² + 4·32, twice in each row
     kv = fg.kv_table_md(kv_table(512, 8, 2), 8, 2, format_bytes)
@@ -157,18 +159,12 @@ def test_markdown_tables():
 
 
 @pytest.mark.parametrize("d_v", [8, 16])
-def test_value_width_text_and_table_read_the_walk(d_v):
+def test_value_width_table_reads_the_walk(d_v):
     walk = value_width_walkthrough(1, 5, 64, 4, d_v)  # d_k = 16
-    md = fg.shape_table_md(walk.rows)
-    assert md.count("\n") == len(walk.rows) + 1
+    md = fg.shape_table_md(walk.rows, choices("multi_head", "value_width.rows"))
+    assert md.count("\n") == len(walk.rows) + 1 and "| keys: as wide as the queries |" in md
     assert f"(1,\u00a04,\u00a05,\u00a0{d_v})" in md  # v and each head's output
     assert f"({4 * d_v},\u00a064)" in md  # W_o: h·d_v in, d_model out
-    text = fg.value_width_md(walk)
-    assert "only q and k must share a width" in text
-    assert f"d_k = {walk.d_k} products" in text and f"Here d_v = {d_v}" in text
-    assert f"merge into {walk.merged[-1]} = h·d_v" in text
-    assert f"agrees to {walk.sdpa_max_diff:.2g}" in text
-    assert ("move the d_v slider" in text) == (d_v == walk.d_k)
 
 
 @pytest.mark.parametrize("h,T", [(1, 6), (4, 6), (8, 20)])
@@ -183,36 +179,13 @@ def test_heads_grid_caption_compares_measured_focus(h, T):
         assert ("no flatter" in c) == (avg >= head)
 
 
-def test_pruning_words_read_the_curve():
+def test_pruning_caption_reads_the_curve():
     r = _run(d_model=64, h=8, T=6)
     curve = pruning_curve(r)[1]
     end = 100 * float(curve[-1])
     assert f"{end:.0f} % with every head gone" in fg.pruning_chart(curve, 8, 2, 0.4).caption
-    assert any(f"ends at {end:.0f} %" in see for _, see in fg.try_prune(curve))
-    text = fg.untrained_vs_trained(curve)
-    moved = 100 * float(curve[4])
-    assert f"least useful of 8 heads moves the output by {moved:.0f} %" in text
-    closer = "√(k/h)" if abs(moved - 100 * 0.5**0.5) <= abs(moved - 50) else "k/h"
-    assert f"closer to {closer}" in text
-    assert "only W_o's bias" in fg.untrained_vs_trained(pruning_curve(_run(h=1))[1])
 
 
-@pytest.mark.parametrize("measured,word", [(70.0, "undercounts"), (40.0, "is not below")])
-def test_prune_verdict_compares_the_guess_with_the_measurement(measured, word):
-    text = fg.prune_verdict(4, 8, measured)
-    assert word in text and "k/h = 50 %" in text and f"measured {measured:.0f} %" in text
-
-
-def test_tired_cat_words_come_from_the_computation():
-    half, same = tired_cat_one_head(0.5), tired_cat_two_heads(1.0, 1.0)
-    (_, mid), _, (_, both) = fg.try_cat(half, same)
-    assert f"the output is {fg._vec(half.tolist())}" in mid
-    assert fg._vec(same.tolist()) in both
-    intro = fg.cat_intro(V_CAT, V_TIRED)
-    assert f"v_cat = {fg._vec(V_CAT)}" in intro and f"v_tired = {fg._vec(V_TIRED)}" in intro
-    assert "context of 8,192 tokens, 32 layers, batch 1, float16" in fg.kv_note(
-        8192, 32, 1, "float16"
-    )
-    assert (
-        fg.try_heads(64)[2][0] == "Raise tokens to 64" and "1/T = 0.0156" in fg.try_heads(64)[2][1]
-    )
+def test_vectors_and_shapes_are_printed_as_the_lesson_writes_them():
+    assert fg.vec([4.0, 0.0]) == "[4, 0]" and fg.vec([2.0, 2.0, 1.5, 0.25]) == "[2, 2, 1.5, 0.25]"
+    assert fg.shape_text((1, 8, 10, 64)) == "(1,\u00a08,\u00a010,\u00a064)"

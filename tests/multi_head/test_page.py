@@ -12,9 +12,10 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from ui.lesson import lesson
 
 PAGE = "pages/multi-head.py"
-STEPS = ["Heads", "Outputs", "Reshape", "Cost", "Tired cat", "Diversity"]
+STEPS = lesson("multi_head").steps
 FIRST = 2  # charts in the first (default) step
 TITLES = {  # step -> the start of each chart title it shows, in order
     "Heads": ["Every head's attention weights", "How sharply each head focuses"],
@@ -280,9 +281,9 @@ def test_words_of_the_steps_come_from_the_computation():
 
     cat = run_page(PAGE, step="Tired cat")
     md = _markdown(cat)
-    assert f"v_cat = {fg._vec(V_CAT)}" in md
-    assert f"the output is {fg._vec(tired_cat_one_head(0.5).tolist())}" in md
-    assert f"becomes {fg._vec(tired_cat_two_heads(1.0, 1.0).tolist())}" in md
+    assert f"v_cat = {fg.vec(V_CAT)}" in md
+    assert f"the output is {fg.vec(tired_cat_one_head(0.5).tolist())}" in md
+    assert f"becomes {fg.vec(tired_cat_two_heads(1.0, 1.0).tolist())}" in md
     cost = run_page(PAGE, step="Cost")
     assert any("context of 8,192 tokens, 32 layers" in c.value for c in cost.caption)
     div = run_page(PAGE, step="Diversity")
@@ -291,5 +292,58 @@ def test_words_of_the_steps_come_from_the_computation():
     assert "the curve ends at" in md
     reshape = run_page(PAGE, step="Reshape")
     steps = reshape_walkthrough(1, 10, 512, 8).steps
-    merge = next(i for i, s in enumerate(steps, 1) if ".contiguous()" in s.code)
+    merge = next(i for i, s in enumerate(steps, 1) if s.key == "merge")
     assert f"Leave out `.contiguous()` in step {merge} " in _markdown(reshape)  # its table row
+
+
+@pytest.mark.parametrize("d_v", [8, 16])
+def test_value_width_text_reads_the_walk(d_v):
+    at = run_page(PAGE, step="Reshape", d_model="64", heads="4", tokens="5", d_v=str(d_v))
+    no_exception(at)
+    walk = value_width_walkthrough(1, 5, 64, 4, d_v)  # d_k = 16
+    text = _markdown(at)
+    assert "only q and k must share a width" in text
+    assert f"d_k = {walk.d_k} products" in text and f"Here d_v = {d_v}" in text
+    assert f"merge into {walk.merged[-1]} = h·d_v" in text
+    assert f"agrees to {walk.sdpa_max_diff:.2g}" in text
+    assert ("move the d_v slider" in text) == (d_v == walk.d_k)
+
+
+def test_pruning_words_read_the_curve():
+    from attn_core import pruning_curve, random_tokens, run_heads, seeded_mha
+
+    curve = pruning_curve(run_heads(random_tokens(6, 64, 0), seeded_mha(64, 8, 8, 0)))[1]
+    at = run_page(PAGE, step="Diversity", d_model="64", heads="8", tokens="6")
+    no_exception(at)
+    end = 100 * float(curve[-1])
+    assert f"the curve ends at {end:.0f} %" in _markdown(at)  # the Try-this list
+    text = "\n".join(m.value for e in at.expander for m in e.markdown)
+    moved = 100 * float(curve[4])
+    assert f"least useful of 8 heads moves the output by {moved:.0f} %" in text
+    closer = "√(k/h)" if abs(moved - 100 * 0.5**0.5) <= abs(moved - 50) else "k/h"
+    assert f"closer to {closer}" in text
+    one = run_page(PAGE, step="Diversity", d_model="32", heads="1", tokens="6")
+    assert "only W_o's bias" in "\n".join(m.value for e in one.expander for m in e.markdown)
+
+
+def test_tired_cat_words_come_from_the_computation():
+    from attn_core import (
+        MAX_SENTENCE_TOKENS,
+        V_CAT,
+        V_TIRED,
+        tired_cat_one_head,
+        tired_cat_two_heads,
+    )
+    from figures import multi_head as fg
+
+    half, same = tired_cat_one_head(0.5), tired_cat_two_heads(1.0, 1.0)
+    md = _markdown(run_page(PAGE, step="Tired cat"))
+    assert f"the output is {fg.vec(half.tolist())}" in md
+    assert f"becomes {fg.vec(same.tolist())}" in md
+    assert f"v_cat = {fg.vec(V_CAT)}" in md and f"v_tired = {fg.vec(V_TIRED)}" in md
+    cost = run_page(PAGE, step="Cost")
+    note = "context of 8,192 tokens, 32 layers, batch 1, float16"
+    assert any(note in c.value for c in cost.caption)
+    assert MAX_SENTENCE_TOKENS == 64
+    heads = _markdown(run_page(PAGE, step="Heads"))
+    assert "- **Raise tokens to 64** — each row shares" in heads and "1/T = 0.0156" in heads
