@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from tests.support.apptest import no_exception, plotly_specs, run_page, warnings
+from ui.content import Words
 
 HOME = "pages/home.py"
+W = Words("home")
+
+
+def one_hot(n: int) -> str:
+    """The page's sentence for n one-hot rows of the 8-word demo."""
+    return W("one_hot", n=n, T=8, limit=0.99)
 
 
 def test_defaults_show_formula_badge_chart_and_lesson_path():
@@ -103,15 +110,14 @@ def test_the_one_hot_count_is_computed_from_the_heatmaps_weights(seed):
     cells = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"])
     assert int((cells.reshape(8, 8).max(-1) > 0.99).sum()) == n  # the same weights it draws
     captions = " ".join(c.value for c in at.caption)
-    assert f"{n} of 8 rows are one-hot (largest weight above 0.99)" in captions
+    assert one_hot(n) in captions
+    assert one_hot(n).startswith(f"{n} of 8 rows are one-hot")
     # the Try-this box promises exactly what the unscaled d_k = 512 sentence shows here
     scaled = [one_hot_rows(2**i, True, seed) for i in range(11)]
     tips = " ".join(md.value for md in at.markdown)
-    assert (
-        f"at this seed {n} of 8 rows are one-hot (largest weight above 0.99), against "
-        f"{one_hot_rows(512, True, seed)} with the scaling on" in tips
-    )
+    assert f"at this seed {one_hot(n)}, against {one_hot_rows(512, True, seed)} with the" in tips
     if max(scaled) == 0:
+        assert W("back_on.none", lo=1, hi=1024) in tips
         assert "no row is one-hot at any d_k from 1 to 1024" in tips
     else:
         assert f"{max(scaled)} of 8 rows are one-hot" in tips
@@ -127,7 +133,5 @@ def test_no_one_hot_row_says_so_with_the_largest_weight():
     q, k, v = random_qkv(8, 64, seed=0, device=pick_device())
     top = float(attention(q, k, v).weights.float().max())
     captions = " ".join(c.value for c in at.caption)
-    assert (
-        f"No row is one-hot (largest weight above 0.99); the largest weight in any row is {top:.3f}"
-        in captions
-    )
+    assert W("verdict.none", limit=0.99, top=top) in captions
+    assert f"the largest weight in any row is {top:.3f}" in captions
