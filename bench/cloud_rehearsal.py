@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.browser import IDLE, chromium, free_port, plotly_count, wait_idle  # noqa: E402
+from tests.support.browser import stop as stop_server  # noqa: E402
 from ui.lesson import Lesson, available  # noqa: E402
 
 CLOUD_REQS = ROOT / "cloud" / "requirements.txt"
@@ -165,18 +166,9 @@ def start_server(venv: Path, port: int, log: Path) -> tuple[subprocess.Popen, fl
         except OSError:
             pass
         if time.monotonic() > deadline:
-            stop(proc)
+            stop_server(proc)
             raise TimeoutError(f"not healthy in 180 s:\n{log.read_text()[-3000:]}")
         time.sleep(0.25)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def settle(page, timeout_s: float = 60) -> None:
@@ -290,7 +282,7 @@ def rehearse() -> int:
         return 1
     finally:
         if proc is not None:
-            stop(proc)
+            stop_server(proc)
         if a.keep:
             print(f"kept {tmp}")
         elif failures:  # keep the log for a look, drop the venv (~1 GB)

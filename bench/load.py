@@ -163,6 +163,18 @@ def _pids(needle: bytes) -> set[int]:
     return found
 
 
+async def _two_browsers(p, low: int) -> tuple:
+    """(probe browser, its root pid, the other browser at nice `low`, its root pid).
+
+    Each browser's root is the process Playwright talks to through a pipe."""
+    launch = dict(headless=True, args=B.CHROMIUM_ARGS)
+    probes = await p.chromium.launch(executable_path=_launcher(0), **launch)
+    (probe_root,) = _browsers()
+    other = await p.chromium.launch(executable_path=_launcher(low), **launch)
+    (root,) = _browsers() - {probe_root}
+    return probes, probe_root, other, root
+
+
 def _launcher(nice: int = 0) -> str:
     """The Chromium to launch: as a desktop user runs it, unable to raise its own priority.
 
@@ -319,13 +331,8 @@ async def _main(a) -> None:
     with B.streamlit_server() as base:
         pid = next(iter(_pids(b"streamlit run app.py") & _tree(os.getpid())))
         async with async_playwright() as p:
-            launch = dict(headless=True, args=B.CHROMIUM_ARGS)
-            # Each browser's root is the process Playwright talks to through a pipe.
-            probes = await p.chromium.launch(executable_path=_launcher(0), **launch)
-            (probe_root,) = _browsers()
             low = 19 if a.probes else 0
-            loaders = await p.chromium.launch(executable_path=_launcher(low), **launch)
-            (root,) = _browsers() - {probe_root}
+            probes, probe_root, loaders, root = await _two_browsers(p, low)
             roots = {"probe": probe_root, "loader": root}
             stop = asyncio.Event()
             nicer = asyncio.create_task(_keep_nice(root, stop)) if a.probes else None
@@ -504,11 +511,7 @@ async def _class_run(a) -> None:
     with B.streamlit_server() as base:
         pid = next(iter(_pids(b"streamlit run app.py") & _tree(os.getpid())))
         async with async_playwright() as p:
-            launch = dict(headless=True, args=B.CHROMIUM_ARGS)
-            probes = await p.chromium.launch(executable_path=_launcher(0), **launch)
-            (probe_root,) = _browsers()
-            pressers = await p.chromium.launch(executable_path=_launcher(19), **launch)
-            (root,) = _browsers() - {probe_root}
+            probes, _, pressers, root = await _two_browsers(p, 19)
             stop = asyncio.Event()
             nicer = asyncio.create_task(_keep_nice(root, stop))
             start, pending = asyncio.Event(), [a.probes]

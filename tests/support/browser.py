@@ -111,12 +111,17 @@ def streamlit_server(
             time.sleep(0.3)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen, timeout_s: float = 15) -> None:
+    """Ask the server to end; kill it if it has not within `timeout_s`."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @contextlib.contextmanager
