@@ -23,6 +23,7 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from tests.support.apptest import chart_titles as titles
 from ui import Words
 from ui.lesson import lesson
 
@@ -45,10 +46,6 @@ OWN = {"Walkthrough": WALK, "Parallel": ["width"]}  # controls that only their s
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
-
-
-def titles(at) -> list[str]:
-    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
 
 
 def step(label: str, **params):

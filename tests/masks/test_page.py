@@ -12,6 +12,7 @@ from tests.support.apptest import (
     run_steps,
     warnings,
 )
+from tests.support.apptest import chart_titles as titles
 from ui.content import Words
 from ui.lesson import lesson
 
@@ -31,10 +32,6 @@ STEP_TITLES = {
     ],
     "Cost": [],
 }
-
-
-def titles(at) -> list[str]:
-    return [s["layout"]["title"]["text"] for s in plotly_specs(at)]
 
 
 def metric(at, label: str) -> str:
