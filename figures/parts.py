@@ -8,6 +8,7 @@ fig.add_hline, which re-validates the whole figure on every call.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale
@@ -108,6 +109,12 @@ _UNDERSCORED = frozenset(
 )
 
 
+@lru_cache(maxsize=32)
+def _stops(name: str) -> list:
+    """A named scale's stops (plotly's lookup takes ~0.25 ms: once per name, not per rerun)."""
+    return get_colorscale(name)
+
+
 def _spelled_out(spec: dict) -> dict:
     """A spec as plotly.js reads it: what validation would otherwise have done for us.
 
@@ -123,7 +130,7 @@ def _spelled_out(spec: dict) -> dict:
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             value = [_spelled_out(v) for v in value]  # annotations, shapes
         elif key == "colorscale" and isinstance(value, str):
-            value = get_colorscale(value)
+            value = _stops(value)
         head, _, rest = key.partition("_")
         if rest and head and key not in _UNDERSCORED:
             value = _spelled_out({rest: value})
