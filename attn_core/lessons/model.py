@@ -45,6 +45,9 @@ ONLINE = {"distilgpt2": "distilbert/distilgpt2", "gpt2": "openai-community/gpt2"
 MODELS = (MINILM, *ONLINE)
 MAX_TOKENS = 64  # longer input is cut (the page says so)
 BUDGET_ENV = "ATTN_MODEL_BUDGET_MB"  # refuse a model whose weights would not fit
+# a folder with one save_pretrained folder per online model (gpt2/, distilgpt2/): used
+# instead of the Hub, for a laptop that fetched them once, and for the tests
+DIR_ENV = "ATTN_MODEL_DIR"
 DEFAULT_BUDGET_MB = 1024
 HUB_URL = "https://huggingface.co"
 HUB_TIMEOUT_S = 3.0
@@ -147,14 +150,31 @@ def hub_reachable() -> bool:
         return _HUB["ok"]
 
 
-def load_model(name: str = MINILM, path: str | Path | None = None) -> LoadedModel:
-    """Load `name` from `path` (a folder), the shipped package, or the Hub.
+def local_folder(name: str) -> Path | None:
+    """The folder $ATTN_MODEL_DIR/<name> when it holds a saved model, else None."""
+    root = os.environ.get(DIR_ENV)
+    folder = Path(root) / name if root else None
+    return folder if folder is not None and (folder / "config.json").is_file() else None
+
+
+def available_models() -> list[str]:
+    """The models this server can open now: the shipped one, and each online one found in
+    $ATTN_MODEL_DIR or, when the Hub answers, on the Hub."""
+    hub = hub_reachable()
+    return [MINILM, *(n for n in ONLINE if hub or local_folder(n) is not None)]
+
+
+def load_model(
+    name: str = MINILM, path: str | Path | None = None, device: str | torch.device | None = None
+) -> LoadedModel:
+    """Load `name` from `path` (a folder), the shipped package, or the Hub, onto `device`
+    (the CPU by default; every result comes back on the CPU either way).
 
     all-MiniLM-L6-v2 is always hash-checked, wherever its folder is; `path` lets tests
     pass a corrupted copy, or a tiny model saved from a config under an online name."""
     if name not in MODELS and path is None:  # a folder of one's own may carry any name
         raise ModelError(f"unknown model {name!r}; this app offers {', '.join(MODELS)}")
-    folder = Path(path) if path is not None else None
+    folder = Path(path) if path is not None else local_folder(name)
     if name == MINILM:
         folder = folder or shipped_folder()
         check_files(folder)
@@ -168,10 +188,10 @@ def load_model(name: str = MINILM, path: str | Path | None = None) -> LoadedMode
             f"{name} comes from the Hugging Face Hub, which this machine cannot reach; "
             f"{MINILM} ships with the app and works offline"
         )
-    return _load(name, source, local, folder)
+    return _load(name, source, local, folder, device)
 
 
-def _load(name: str, source: str, local: bool, folder: Path | None) -> LoadedModel:
+def _load(name: str, source: str, local: bool, folder: Path | None, device=None) -> LoadedModel:
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     config = AutoConfig.from_pretrained(source, local_files_only=local)
@@ -184,6 +204,8 @@ def _load(name: str, source: str, local: bool, folder: Path | None) -> LoadedMod
             raise ModelError(f"{name} would take about {4 * params / 2**20:.0f} MiB, over budget")
     hf = AutoModel.from_pretrained(source, local_files_only=local, attn_implementation="eager")
     hf.eval().requires_grad_(False)
+    if device is not None:
+        hf.to(device)
     tok = AutoTokenizer.from_pretrained(source, local_files_only=local)
     h = config.num_attention_heads
     d_model = config.hidden_size
@@ -234,13 +256,13 @@ def encode(loaded: LoadedModel, text: str, text_b: str | None = None):
 
 
 def _split(x: torch.Tensor, h: int) -> torch.Tensor:
-    T, d = x.shape  # (T, d_model) -> (h, T, d_k)
-    return x.view(T, h, d // h).transpose(0, 1)
+    # (..., T, d_model) -> (..., h, T, d_k)
+    return x.unflatten(-1, (h, x.shape[-1] // h)).transpose(-3, -2)
 
 
 def _merge(o: torch.Tensor) -> torch.Tensor:
-    h, T, d_k = o.shape  # (h, T, d_k) -> (T, d_model)
-    return o.transpose(0, 1).reshape(T, h * d_k)
+    # (..., h, T, d_k) -> (..., T, d_model)
+    return o.transpose(-3, -2).flatten(-2)
 
 
 _ACT = {
@@ -259,21 +281,25 @@ class _Knobs:
     keep: torch.Tensor  # (L, H) 1 = on, 0 = switched off
 
 
-def _heads_attend(q, k, v, kn: _Knobs, layer: int):
-    """Every head of one layer: (output (h, T, d_k), weights (h, T, T))."""
+def _heads_attend(q, k, v, kn: _Knobs, layer: int, pad=None):
+    """Every head of one layer: (output (..., h, T, d_k), weights (..., h, T, T)).
+    `pad` (B, 1, 1, T): True at a batch's real tokens, so no query reads padding."""
     T = q.shape[-2]
-    mask = torch.ones(T, T, dtype=torch.bool).tril() if kn.causal else None
+    mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril() if kn.causal else None
+    if pad is not None:
+        mask = pad if mask is None else mask & pad
     r = attention(q, k, v, mask, scale=kn.scale, temperature=kn.temperature)
-    o = r.output * kn.keep[layer].view(-1, 1, 1).to(r.output.dtype)  # a switched-off head adds 0
+    o = r.output * kn.keep[layer].view(-1, 1, 1).to(r.output)  # a switched-off head adds 0
     return o, r.weights
 
 
-def _bert_pass(hf, ids, types, kn: _Knobs):
-    """BERT: post-LayerNorm blocks. Returns (hidden (T, d), weights, values, W_o)."""
+def _bert_pass(hf, ids, types, kn: _Knobs, pad=None):
+    """BERT: post-LayerNorm blocks. Returns (hidden (..., T, d), weights, values, W_o).
+    `ids` (T,) for one input, or (B, T) for a padded batch with its `pad` mask."""
     cfg, E = hf.config, hf.embeddings
-    T, h = ids.numel(), cfg.num_attention_heads
+    T, h = ids.shape[-1], cfg.num_attention_heads
     x = E.word_embeddings.weight[ids] + E.position_embeddings.weight[:T]
-    x = x + E.token_type_embeddings.weight[types]  # (T, d_model)
+    x = x + E.token_type_embeddings.weight[types]  # (..., T, d_model)
     x = F.layer_norm(x, x.shape[-1:], E.LayerNorm.weight, E.LayerNorm.bias, E.LayerNorm.eps)
     act = _ACT[cfg.hidden_act]
     ws, vs, wos = [], [], []
@@ -282,8 +308,8 @@ def _bert_pass(hf, ids, types, kn: _Knobs):
         q = _split(F.linear(x, a.query.weight, a.query.bias), h)  # (h, T, d_k)
         k = _split(F.linear(x, a.key.weight, a.key.bias), h)
         v = _split(F.linear(x, a.value.weight, a.value.bias), h)
-        o, w = _heads_attend(q, k, v, kn, i)
-        y = F.linear(_merge(o), out.dense.weight, out.dense.bias)  # (T, d_model)
+        o, w = _heads_attend(q, k, v, kn, i, pad)
+        y = F.linear(_merge(o), out.dense.weight, out.dense.bias)  # (..., T, d_model)
         ln = out.LayerNorm
         x = F.layer_norm(x + y, x.shape[-1:], ln.weight, ln.bias, ln.eps)
         f = act(F.linear(x, layer.intermediate.dense.weight, layer.intermediate.dense.bias))
@@ -315,8 +341,12 @@ def _gpt2_pass(hf, ids, kn: _Knobs):
     return x, torch.stack(ws), torch.stack(vs), torch.stack(wos)
 
 
+def _device(loaded: LoadedModel) -> torch.device:
+    return next(loaded.hf.parameters()).device
+
+
 def _keep(loaded: LoadedModel, ablate) -> torch.Tensor:
-    keep = torch.ones(loaded.n_layers, loaded.n_heads)
+    keep = torch.ones(loaded.n_layers, loaded.n_heads, device=_device(loaded))
     for layer, head in ablate:
         if not (0 <= layer < loaded.n_layers and 0 <= head < loaded.n_heads):
             raise ValueError(
@@ -325,6 +355,18 @@ def _keep(loaded: LoadedModel, ablate) -> torch.Tensor:
             )
         keep[layer, head] = 0.0
     return keep
+
+
+def _knobs(loaded: LoadedModel, scaled, temperature, ablate, causal) -> _Knobs:
+    if not (temperature > 0 and math.isfinite(temperature)):
+        raise ValueError(f"temperature must be a positive finite number; got {temperature}")
+    own = loaded.kind == "decoder"
+    return _Knobs(
+        scale=1 / math.sqrt(loaded.d_k) if scaled else 1.0,
+        temperature=float(temperature),
+        causal=own if causal is None else bool(causal),
+        keep=_keep(loaded, ablate),
+    )
 
 
 @torch.no_grad()
@@ -344,16 +386,10 @@ def run_model(
     logits, `ablate` is (layer, head) pairs whose output is zeroed, `causal=True` adds a
     causal mask (a decoder's own; `causal=False` lets a decoder see the future; None: the
     model's own way)."""
-    if not (temperature > 0 and math.isfinite(temperature)):
-        raise ValueError(f"temperature must be a positive finite number; got {temperature}")
     ids, types, tokens, capped = encode(loaded, text, text_b)
-    own = loaded.kind == "decoder"
-    kn = _Knobs(
-        scale=1 / math.sqrt(loaded.d_k) if scaled else 1.0,
-        temperature=float(temperature),
-        causal=own if causal is None else bool(causal),
-        keep=_keep(loaded, ablate),
-    )
+    dev = _device(loaded)
+    ids, types = ids.to(dev), types.to(dev)
+    kn = _knobs(loaded, scaled, temperature, ablate, causal)
     if loaded.kind == "encoder":
         x, w, v, wo = _bert_pass(loaded.hf, ids, types, kn)
         emb = F.normalize(x.mean(0), dim=0)  # sentence-transformers' mean pooling
@@ -365,7 +401,8 @@ def run_model(
         top = p.topk(min(10, p.numel()))
         names = loaded.tokenizer.convert_ids_to_tokens(top.indices.tolist())
         nxt = [(n, float(pr)) for n, pr in zip(names, top.values, strict=True)]
-    return ModelTrace(tokens, ids, w, x, v, wo, emb, nxt, capped)
+    cpu = (t.cpu() if t is not None else None for t in (ids, w, x, v, wo, emb))
+    return ModelTrace(tokens, *cpu, nxt, capped)
 
 
 @torch.no_grad()
@@ -376,6 +413,7 @@ def recompute_attention(loaded: LoadedModel, text: str, layer: int) -> torch.Ten
     scores are then W_q x · W_k x / √d_k through `attention()` — the lesson's formula on
     the real model's tensors."""
     ids, types, _, _ = encode(loaded, text)
+    ids, types = ids.to(_device(loaded)), types.to(_device(loaded))
     hf, h = loaded.hf, loaded.n_heads
     kw = {"token_type_ids": types[None]} if loaded.kind == "encoder" else {}
     out = hf(ids[None], output_hidden_states=True, **kw)
@@ -392,8 +430,8 @@ def recompute_attention(loaded: LoadedModel, text: str, layer: int) -> torch.Ten
             _split(t, h)
             for t in (x @ b.attn.c_attn.weight + b.attn.c_attn.bias).split(loaded.d_model, dim=-1)
         )
-        mask = torch.ones(x.shape[0], x.shape[0], dtype=torch.bool).tril()
-    return attention(q, k, k, mask).weights  # values do not enter the weights
+        mask = torch.ones(x.shape[0], x.shape[0], dtype=torch.bool, device=x.device).tril()
+    return attention(q, k, k, mask).weights.cpu()  # values do not enter the weights
 
 
 # ------------------------------------------------------------------------------ roles
@@ -426,3 +464,220 @@ def contributions(trace: ModelTrace, layer: int, head: int) -> torch.Tensor:
     W = trace.W_o[layer, head * d_k : (head + 1) * d_k]  # (d_k, d_model) this head's rows
     vw = trace.values[layer, head] @ W  # (T, d_model) each value through W_O
     return trace.weights[layer, head, :, :, None].mul(vw[None]).norm(dim=-1)  # (T, T)
+
+
+def attention_stats(weights: torch.Tensor) -> dict[str, float]:
+    """What a knob does to attention itself, over every layer, head and row (..., T, T):
+    the mean largest weight of a row, the mean entropy as a share of log T (1 = uniform),
+    and the share of rows that have saturated (largest weight ≥ 0.99)."""
+    w = weights.double()
+    T = w.shape[-1]
+    top = w.amax(-1)
+    ent = -(w * w.clamp_min(1e-30).log()).sum(-1)
+    return {
+        "top": float(top.mean()),
+        "entropy": float(ent.mean() / math.log(T)) if T > 1 else 0.0,
+        "saturated": float((top >= 0.99).double().mean()),
+    }
+
+
+# ------------------------------------------------------------------------------ tasks
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+RELATIONS_FILE = ASSETS / "model_relations.json"
+PAIRS_FILE = ASSETS / "model_pairs.json"
+PRUNING_FILE = ASSETS / "model_pruning.json"
+# relation name -> (annotation in model_relations.json, which end asks, which is asked for)
+RELATIONS = {
+    "determiner → noun": ("det", 0, 1),
+    "subject → verb": ("subj", 0, 1),
+    "verb → subject": ("subj", 1, 0),
+    "pronoun → antecedent": ("coref", 0, 1),
+}
+
+
+def _read_json(path: Path) -> dict:
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def relation_sentences() -> list[dict]:
+    """The annotated sentences shipped in assets/ (words, and index pairs per relation)."""
+    return _read_json(RELATIONS_FILE)["sentences"]
+
+
+def similarity_triples() -> list[dict]:
+    """The shipped (anchor, paraphrase, unrelated) sentence triples."""
+    return _read_json(PAIRS_FILE)["triples"]
+
+
+@torch.no_grad()
+def embed_many(
+    loaded: LoadedModel, texts, *, scaled=True, temperature=1.0, ablate=(), causal=None
+) -> torch.Tensor:
+    """Sentence embeddings (N, d_model) of an encoder, all texts in one padded batch,
+    with the same knobs as run_model (each row equals run_model(text).embedding)."""
+    if loaded.kind != "encoder":
+        raise ModelError(f"{loaded.name} is a decoder: it has no sentence embedding")
+    enc = loaded.tokenizer(
+        list(texts), padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
+    )
+    real = enc["attention_mask"].bool()  # (N, T) False at padding
+    kn = _knobs(loaded, scaled, temperature, ablate, causal)
+    dev = _device(loaded)
+    ids, real = enc["input_ids"].to(dev), real.to(dev)
+    types = enc.get("token_type_ids", torch.zeros_like(enc["input_ids"])).to(dev)
+    x = _bert_pass(loaded.hf, ids, types, kn, pad=real[:, None, None, :])[0]
+    m = real[..., None].to(x.dtype)  # (N, T, 1) mean over real tokens only
+    return F.normalize((x * m).sum(1) / m.sum(1), dim=-1).cpu()
+
+
+@dataclass(frozen=True)
+class Similarity:
+    """The encoder's job on the shipped triples: is a paraphrase closer than an unrelated
+    sentence? `auc`: the share of every (paraphrase pair, unrelated pair) combination
+    ordered correctly (ties count half); `triples`: the share of triples ordered correctly."""
+
+    para: torch.Tensor  # (N,) cosine(anchor, paraphrase)
+    unrel: torch.Tensor  # (N,) cosine(anchor, unrelated)
+
+    @property
+    def auc(self) -> float:
+        d = self.para[:, None] - self.unrel[None, :]
+        return float(((d > 0).double() + 0.5 * (d == 0).double()).mean())
+
+    @property
+    def triples(self) -> float:
+        return float((self.para > self.unrel).double().mean())
+
+
+def similarity(loaded: LoadedModel, triples=None, **knobs) -> Similarity:
+    """Cosines of every shipped anchor with its paraphrase and its unrelated sentence."""
+    triples = similarity_triples() if triples is None else triples
+    n = len(triples)
+    texts = [t[k] for k in ("anchor", "paraphrase", "unrelated") for t in triples]
+    a, p, u = embed_many(loaded, texts, **knobs).split(n)
+    return Similarity((a * p).sum(-1), (a * u).sum(-1))
+
+
+def word_attention(loaded: LoadedModel, words: list[str], **knobs) -> torch.Tensor:
+    """(L, H, W, W) attention between words: a query word's rows averaged over its
+    tokens, a key word's columns summed over its tokens, special tokens left out."""
+    text = " ".join(words)
+    wid = loaded.tokenizer(text, truncation=True, max_length=MAX_TOKENS).word_ids()
+    w = run_model(loaded, text, **knobs).weights.double()  # (L, H, T, T)
+    A = torch.zeros(len(wid), len(words), dtype=w.dtype)  # (T, W) token -> its word
+    for t, i in enumerate(wid):
+        if i is not None:
+            A[t, i] = 1.0
+    Q = A.T / A.sum(0).clamp_min(1)[:, None]  # (W, T) the mean over a word's tokens
+    return Q @ w @ A
+
+
+@dataclass(frozen=True)
+class RelationScore:
+    """How often each head's most-attended word is the annotated one, against the best
+    fixed offset (always the word k places away, with the k that fits most pairs)."""
+
+    accuracy: torch.Tensor  # (L, H)
+    n: int  # annotated pairs
+    offset: int  # the baseline's offset in words
+    baseline: float  # its accuracy
+
+    @property
+    def best(self) -> tuple[int, int]:
+        i = int(self.accuracy.argmax())
+        return divmod(i, self.accuracy.shape[1])
+
+    @property
+    def best_accuracy(self) -> float:
+        return float(self.accuracy.max())
+
+
+def relation_scores(loaded: LoadedModel, sentences=None, **knobs) -> dict[str, RelationScore]:
+    """Every head scored on every relation of the shipped sentences (Clark et al. 2019's
+    test: does the word a head attends to most from the dependent hold the relation?)."""
+    sentences = relation_sentences() if sentences is None else sentences
+    hits = {r: [] for r in RELATIONS}
+    offsets: dict[str, list[int]] = {r: [] for r in RELATIONS}
+    for s in sentences:
+        ww = word_attention(loaded, s["words"], **knobs)  # (L, H, W, W)
+        for r, (field, ask, target) in RELATIONS.items():
+            for pair in s.get(field, []):
+                i, j = pair[ask], pair[target]
+                hits[r].append(ww[..., i, :].argmax(-1) == j)  # (L, H)
+                offsets[r].append(j - i)
+    out = {}
+    for r in RELATIONS:
+        off = torch.tensor(offsets[r])
+        k = int(off.mode().values) if off.numel() else 0
+        acc = torch.stack(hits[r]).double().mean(0) if hits[r] else torch.zeros(1, 1)
+        base = float((off == k).double().mean()) if off.numel() else 0.0
+        out[r] = RelationScore(acc, off.numel(), k, base)
+    return out
+
+
+def single_head_effects(loaded: LoadedModel, triples=None) -> torch.Tensor:
+    """(L, H) the pair-ranking score with each head switched off on its own."""
+    out = torch.empty(loaded.n_layers, loaded.n_heads, dtype=torch.float64)
+    for layer in range(loaded.n_layers):
+        for head in range(loaded.n_heads):
+            out[layer, head] = similarity(loaded, triples, ablate=[(layer, head)]).auc
+    return out
+
+
+def pruning_curve(loaded: LoadedModel, order, triples=None) -> list[float]:
+    """The pair-ranking score with the first k heads of `order` switched off, k = 0…L·H."""
+    return [similarity(loaded, triples, ablate=order[:k]).auc for k in range(len(order) + 1)]
+
+
+def pruning_order(single: torch.Tensor) -> list[tuple[int, int]]:
+    """Heads from least to most important: the highest score with it off alone first."""
+    H = single.shape[1]
+    flat = sorted(range(single.numel()), key=lambda i: (-float(single.flatten()[i]), i))
+    return [divmod(i, H) for i in flat]
+
+
+def heads_before_drop(curve: list[float], drop: float = 0.05) -> int:
+    """How many heads can go (in the curve's order) while the score stays within `drop`
+    (a share) of all heads on."""
+    floor = curve[0] * (1 - drop)
+    k = 0
+    while k + 1 < len(curve) and curve[k + 1] >= floor:
+        k += 1
+    return k
+
+
+def shipped_pruning() -> dict:
+    """The pruning run `python -m attn_core.lessons.model` wrote to assets/ for MiniLM."""
+    return _read_json(PRUNING_FILE)
+
+
+def main() -> None:
+    """Measure MiniLM's single-head effects and pruning curve; write them to assets/."""
+    import json
+    import time
+
+    t0 = time.perf_counter()
+    m = load_model()
+    single = single_head_effects(m)
+    order = pruning_order(single)
+    curve = pruning_curve(m, order)
+    out = {
+        "about": "all-MiniLM-L6-v2 on assets/model_pairs.json: the pair-ranking score with "
+        "each head off alone (layer-major), the order heads are removed in, and the score "
+        "after removing the first k of them (k = 0…72). Written by "
+        "`python -m attn_core.lessons.model`.",
+        "model": MINILM,
+        "single": [round(float(x), 6) for x in single.flatten()],
+        "order": [list(p) for p in order],
+        "curve": [round(x, 6) for x in curve],
+    }
+    PRUNING_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {PRUNING_FILE} in {time.perf_counter() - t0:.0f} s; "
+          f"{heads_before_drop(curve)} heads go before a 5 % drop")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

