@@ -113,6 +113,15 @@ LESSONS: list[Lesson] = [
         "What do the heads of a real trained model do?",
         steps=("Maps", "Scores", "Loss", "Switch off", "Contribution", "Train"),
     ),
+    Lesson(
+        "model",
+        "A real model",
+        ":material/hub:",
+        "pages/model.py",
+        "What does attention look like inside a real pretrained model — and what do the "
+        "lesson's knobs do to it?",
+        steps=("Every head", "Roles", "Contribution", "Knobs", "Pruning"),
+    ),
 ]
 
 

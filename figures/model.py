@@ -1,0 +1,478 @@
+"""Pictures for the real-model page: every head on the student's sentence, one head large,
+the heads' roles, relation heads against a positional baseline, weights beside
+contributions, what the knobs do, the next-token guess and the pruning curve.
+
+Numpy/tensors in, `Chart` out; no streamlit. Tokens come from the user's text, so they
+pass through `plot_label` (printable, escaped, short) before plotly sees them. The
+lesson's words are in content/model.md; what stays here is each chart's title, axes,
+hover and the caption computed from the numbers drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .parts import BLUE, GREY, ORANGE, VERMILION, fast_figure, hline_labelled, vline_labelled
+from .style import NUM_FMT, WEIGHT_COLORAXIS, Chart, line_layout, plot_label, to_numpy
+
+ROLE_NAMES = {
+    "previous": "previous token",
+    "next": "next token",
+    "self": "itself",
+    "first": "first token",
+    "last": "last token",
+    "entropy": "spread (entropy)",
+}
+TITLE = dict(x=0.0, xanchor="left", font=dict(size=17))
+
+
+def head_name(layer: int, head: int) -> str:
+    return f"L{layer}H{head}"
+
+
+def _title(text: str) -> dict:
+    return dict(TITLE, text=text)
+
+
+def _colorbar(title: str = "weight", **kw) -> dict:
+    bar = dict(WEIGHT_COLORAXIS["colorbar"], title=dict(text=title), **kw)
+    return dict(WEIGHT_COLORAXIS, colorbar=bar)
+
+
+def _tokens(tokens: Sequence[str], limit: int = 10) -> list[str]:
+    return [plot_label(t, limit) for t in tokens]
+
+
+def _token_axis(labels: list[str], title: str) -> dict:
+    T = len(labels)
+    step = 1 if T <= 32 else 2
+    return dict(
+        title=dict(text=title),
+        tickmode="array",
+        tickvals=list(range(0, T, step)),
+        ticktext=labels[::step],
+        tickfont=dict(size=11 if T <= 24 else 9),
+        showgrid=False,
+        zeroline=False,
+    )
+
+
+# ------------------------------------------------------------------------------ maps
+
+
+def _tiles(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(z, hover data (layer, head, query, key), span of one tile) of the mosaic: the
+    (L, H, T, T) maps laid out layers down, heads across, blank cells between tiles."""
+    L, H, T, _ = w.shape
+    g = max(1, round(0.15 * T))  # the gap between tiles, in cells
+    span = T + g
+    z = np.full((L * span - g, H * span - g), np.nan, dtype=np.float32)
+    lh = np.full((*z.shape, 4), -1, dtype=np.int16)
+    qk = np.stack(np.indices((T, T)), -1)
+    for l in range(L):
+        for h in range(H):
+            y, x = l * span, h * span
+            z[y : y + T, x : x + T] = w[l, h]
+            lh[y : y + T, x : x + T] = np.concatenate([np.broadcast_to([l, h], (T, T, 2)), qk], -1)
+    return z, lh, span
+
+
+def _mosaic_axes(L: int, H: int, T: int, span: int, shape) -> tuple[dict, dict]:
+    axis = dict(showgrid=False, zeroline=False, ticks="", tickmode="array", constrain="domain")
+    x_axis = dict(axis, title=dict(text="head"), range=[-0.5, shape[1] - 0.5], side="top",
+                  tickvals=[h * span + (T - 1) / 2 for h in range(H)],
+                  ticktext=[f"H{h}" for h in range(H)])  # fmt: skip
+    y_axis = dict(axis, title=dict(text="layer"), range=[shape[0] - 0.5, -0.5],
+                  tickvals=[l * span + (T - 1) / 2 for l in range(L)],
+                  ticktext=[f"L{l}" for l in range(L)], scaleanchor="x",
+                  constraintoward="top")  # fmt: skip
+    return x_axis, y_axis
+
+
+def head_mosaic(weights: Any, selected: tuple[int, int] | None = None, model: str = "") -> Chart:
+    """Every head's (T, T) map in one heatmap: layers down, heads across, a blank cell
+    between tiles; the selected head outlined. One trace, so 72 maps cost one chart."""
+    w = to_numpy(weights)  # (L, H, T, T)
+    L, H, T, _ = w.shape
+    z, lh, span = _tiles(w)
+    x_axis, y_axis = _mosaic_axes(L, H, T, span, z.shape)
+    shapes = []
+    if selected is not None:
+        l, h = selected
+        shapes.append(dict(type="rect", xref="x", yref="y", line=dict(color=VERMILION, width=3),
+                           x0=h * span - 0.9, x1=h * span + T - 0.1,
+                           y0=l * span - 0.9, y1=l * span + T - 0.1))  # fmt: skip
+    trace = dict(
+        type="heatmap",
+        z=z,
+        customdata=lh,
+        coloraxis="coloraxis",
+        hovertemplate="L%{customdata[0]}H%{customdata[1]}<br>query %{customdata[2]} → key "
+        f"%{{customdata[3]}}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
+    )
+    layout = dict(
+        title=_title(f"Every head of {model or 'the model'} on your sentence"),
+        font=dict(size=13),
+        height=130 + 62 * L,
+        xaxis=x_axis,
+        yaxis=y_axis,
+        shapes=shapes,
+        coloraxis=_colorbar(thickness=12, len=0.9),
+        plot_bgcolor="#FFFFFF",
+    )
+    fig = fast_figure([trace], layout, margin=dict(l=50, r=10, t=100, b=10))
+    caption = (
+        f"{L} layers × {H} heads, each a {T} × {T} map: row i is where token i looks, "
+        "so every row of a tile sums to 1. "
+        + (f"{head_name(*selected)} is outlined; it is drawn large below. " if selected else "")
+        + "Tiles with a bright line just below or above the diagonal follow the previous "
+        "or next token; a bright first or last column is a sink that many tokens dump weight on."
+    )
+    return Chart(fig, caption, alt="Grid of attention maps, one per layer and head")
+
+
+def top_links(w: np.ndarray, tokens: Sequence[str], special: set[int], n: int = 3) -> list:
+    """The `n` strongest (query, key, weight) links of a map, special tokens left out."""
+    T = w.shape[0]
+    keep = [i for i in range(T) if i not in special]
+    cells = [(float(w[i, j]), i, j) for i in keep for j in keep if i != j]
+    cells.sort(reverse=True)
+    return [(i, j, x) for x, i, j in cells[:n]]
+
+
+def head_map(weights: Any, tokens: Sequence[str], layer: int, head: int, special=()) -> Chart:
+    """One head's map, large, with the tokens on both axes."""
+    w = to_numpy(weights)  # (T, T)
+    T = w.shape[0]
+    labels = _tokens(tokens)
+    trace = dict(
+        type="heatmap",
+        z=w,
+        coloraxis="coloraxis",
+        xgap=1,
+        ygap=1,
+        customdata=np.array([[f"{labels[i]} → {labels[j]}" for j in range(T)] for i in range(T)]),
+        hovertemplate=f"%{{customdata}}<br>weight %{{z:{NUM_FMT}}}<extra></extra>",
+    )
+    if T <= 14:
+        trace.update(texttemplate="%{z:.2f}", textfont=dict(size=11))
+    x_axis = _token_axis(labels, "key (attended to)")
+    x_axis["tickangle"] = -60
+    y_axis = dict(_token_axis(labels, "query (attending)"), autorange="reversed")
+    size = min(720, 260 + 22 * T)
+    layout = dict(
+        title=_title(f"{head_name(layer, head)}: where each token looks"),
+        font=dict(size=14),
+        height=size + 60,
+        xaxis=x_axis,
+        yaxis=y_axis,
+        coloraxis=_colorbar(),
+        plot_bgcolor="#FFFFFF",
+    )
+    fig = fast_figure([trace], layout, margin=dict(l=110, r=10, t=60, b=110))
+    links = top_links(w, tokens, set(special))
+    said = "; ".join(f"{labels[i]} → {labels[j]} {x:.2f}" for i, j, x in links)
+    special_share = float(w[:, sorted(special)].sum(-1).mean()) if special else 0.0
+    caption = (
+        f"Row i: how token i spreads its attention over the {T} tokens (each row sums to 1). "
+        + (f"Strongest links between words: {said}. " if links else "")
+        + (
+            f"On average a row puts {special_share:.0%} of its weight on the special tokens "
+            "([CLS], [SEP])."
+            if special
+            else ""
+        )
+    )
+    return Chart(fig, caption.strip())
+
+
+# ------------------------------------------------------------------------------ roles
+
+
+def role_maps(roles: dict[str, Any]) -> Chart:
+    """Each head's share of attention on the previous / next token, itself, the first
+    and last token, and its spread: one small layers × heads grid per role."""
+    names = list(ROLE_NAMES)
+    grids = [to_numpy(roles[r]) for r in names]  # (L, H) each
+    L, H = grids[0].shape
+    z = np.full((L, len(names) * (H + 1) - 1), np.nan, dtype=np.float32)
+    hover = np.full(z.shape, "", dtype=object)
+    for k, g in enumerate(grids):
+        x = k * (H + 1)
+        z[:, x : x + H] = g
+        for l in range(L):
+            for h in range(H):
+                hover[l, x + h] = f"{head_name(l, h)} · {ROLE_NAMES[names[k]]}"
+    trace = dict(
+        type="heatmap",
+        z=z,
+        customdata=hover,
+        coloraxis="coloraxis",
+        xgap=1,
+        ygap=1,
+        hovertemplate=f"%{{customdata}}<br>%{{z:{NUM_FMT}}}<extra></extra>",
+    )
+    x_axis = dict(tickmode="array", tickvals=[k * (H + 1) + (H - 1) / 2 for k in range(len(names))],
+                  ticktext=[ROLE_NAMES[r] for r in names], showgrid=False, zeroline=False,
+                  title=dict(text=f"role (in each block: heads 0 → {H - 1})"))  # fmt: skip
+    y_axis = dict(tickmode="array", tickvals=list(range(L)), ticktext=[f"L{l}" for l in range(L)],
+                  autorange="reversed", title=dict(text="layer"), showgrid=False)  # fmt: skip
+    layout = dict(
+        title=_title("What each head does on your sentence"),
+        font=dict(size=13),
+        height=200 + 34 * L,
+        xaxis=x_axis,
+        yaxis=y_axis,
+        plot_bgcolor="#FFFFFF",
+        coloraxis=_colorbar("share", thickness=12),
+    )
+    fig = fast_figure([trace], layout, margin=dict(l=50, r=10, t=60, b=70))
+    best = {
+        r: np.unravel_index(np.nanargmax(g), g.shape) for r, g in zip(names, grids, strict=True)
+    }
+    said = "; ".join(
+        f"{ROLE_NAMES[r]}: {head_name(*map(int, best[r]))} ({grids[k][best[r]]:.2f})"
+        for k, r in enumerate(names[:5])
+    )
+    caption = (
+        "Each cell is one head: the mean weight a token puts on that target (for spread, its "
+        "entropy as a share of the most it could be, 1 = uniform). The strongest head per "
+        f"role: {said}."
+    )
+    return Chart(fig, caption, alt="Six layer-by-head grids, one per role")
+
+
+def relation_bars(scores: dict[str, Any]) -> Chart:
+    """Per relation: the best head's accuracy next to the best fixed offset's."""
+    rel = list(scores)
+    best = [scores[r].best_accuracy for r in rel]
+    base = [scores[r].baseline for r in rel]
+    heads = [head_name(*scores[r].best) for r in rel]
+    offs = [f"{scores[r].offset:+d} word{'s' if abs(scores[r].offset) != 1 else ''}" for r in rel]
+    traces = [
+        dict(
+            type="bar",
+            name="best head",
+            x=rel,
+            y=best,
+            marker=dict(color=BLUE),
+            text=[f"{h} {b:.2f}" for h, b in zip(heads, best, strict=True)],
+            textposition="outside",
+            hovertemplate="%{x}<br>best head %{text}<extra></extra>",
+        ),
+        dict(
+            type="bar",
+            name="always the word at a fixed offset",
+            x=rel,
+            y=base,
+            marker=dict(color=GREY),
+            text=[f"{o} {b:.2f}" for o, b in zip(offs, base, strict=True)],
+            textposition="outside",
+            hovertemplate="%{x}<br>offset %{text}<extra></extra>",
+        ),
+    ]
+    layout = line_layout(
+        "Relation heads against a positional baseline",
+        "relation (from → to)",
+        "share of pairs found",
+        height=430,
+        barmode="group",
+        yaxis=dict(title=dict(text="share of pairs found"), range=[0, 1.12]),
+    )
+    fig = fast_figure(traces, layout, margin=dict(l=60, r=10, t=90, b=60))
+    lines = [
+        f"{r}: {h} {b:.2f} against {o} {a:.2f} ({scores[r].n} pairs)"
+        for r, h, b, o, a in zip(rel, heads, best, offs, base, strict=True)
+    ]
+    caption = (
+        'A head "finds" a pair when the word it attends to most from the first word is the '
+        "second (word-level weights, [CLS] and [SEP] left out). " + "; ".join(lines) + "."
+    )
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ contribution
+
+
+def weights_and_contributions(
+    weights: Any, contrib: Any, tokens: Sequence[str], name: str, special=()
+) -> Chart:
+    """Two maps side by side: the weights α_ij, and ‖α_ij v_j W_O‖ as a share of its row."""
+    w, c = to_numpy(weights), to_numpy(contrib)
+    T = w.shape[0]
+    share = c / np.maximum(c.sum(-1, keepdims=True), 1e-30)
+    labels = _tokens(tokens, 8)
+    traces = [
+        dict(
+            type="heatmap",
+            z=m,
+            coloraxis="coloraxis",
+            xaxis=x,
+            yaxis="y",
+            hovertemplate=f"query %{{y}} → key %{{x}}<br>{what} %{{z:{NUM_FMT}}}<extra></extra>",
+        )
+        for m, x, what in ((w, "x", "weight"), (share.astype(np.float32), "x2", "share"))
+    ]
+    ax = _token_axis(labels, "key")
+    ax["tickangle"] = -60
+    layout = dict(
+        title=_title(f"{name}: attention weight (left) and what each key adds (right)"),
+        font=dict(size=13),
+        height=min(700, 300 + 16 * T),
+        xaxis=dict(ax, domain=[0, 0.47], title=dict(text="key: weight α_ij")),
+        xaxis2=dict(ax, domain=[0.53, 1], title=dict(text="key: share of ‖α_ij v_j W_O‖")),
+        yaxis=dict(_token_axis(labels, "query"), autorange="reversed"),
+        coloraxis=_colorbar("share of row"),
+        plot_bgcolor="#FFFFFF",
+    )
+    fig = fast_figure(traces, layout, margin=dict(l=90, r=10, t=60, b=100))
+    sp = sorted(special)
+    w_sp = float(w[:, sp].sum(-1).mean()) if sp else 0.0
+    c_sp = float(share[:, sp].sum(-1).mean()) if sp else 0.0
+    caption = (
+        "Left: the weights, as every attention map shows them. Right: the length of what each "
+        "key actually adds to the query's output, α_ij v_j W_O, as a share of the row. "
+        + (
+            f"The special tokens ([CLS], [SEP]) get {w_sp:.0%} of the weight but "
+            f"{c_sp:.0%} of what is added: their value vectors are short."
+            if sp and c_sp < w_sp
+            else f"The special tokens get {w_sp:.0%} of the weight and {c_sp:.0%} of what is added."
+            if sp
+            else ""
+        )
+    )
+    return Chart(fig, caption.strip())
+
+
+# ------------------------------------------------------------------------------ knobs
+
+
+def knob_bars(default: dict[str, float], now: dict[str, float], labels: dict[str, str]) -> Chart:
+    """The same measures with the model's own settings and with the knobs as set."""
+    keys = list(labels)
+    names = [labels[k] for k in keys]
+    traces = [
+        dict(
+            type="bar",
+            name=n,
+            x=names,
+            y=[d[k] for k in keys],
+            marker=dict(color=col),
+            text=[f"{d[k]:.3f}" for k in keys],
+            textposition="outside",
+            hovertemplate="%{x}<br>" + n + " %{y:.3f}<extra></extra>",
+        )
+        for n, d, col in (("model as trained", default, GREY), ("your knobs", now, ORANGE))
+    ]
+    layout = line_layout(
+        "What the knobs do to attention and to the model's job",
+        "measure",
+        "value (0 to 1)",
+        height=430,
+        barmode="group",
+        yaxis=dict(title=dict(text="value (0 to 1)"), range=[0, 1.15]),
+    )
+    fig = fast_figure(traces, layout, margin=dict(l=60, r=10, t=90, b=90))
+    moved = [
+        f"{labels[k]} {default[k]:.3f} → {now[k]:.3f}"
+        for k in keys
+        if abs(now[k] - default[k]) >= 5e-4
+    ]
+    caption = "Grey: every knob at the model's own setting; orange: as you set them. " + (
+        "What moved: " + "; ".join(moved) + "."
+        if moved
+        else "Nothing moved: every knob is at the model's own setting."
+    )
+    return Chart(fig, caption)
+
+
+def next_token_bars(guesses: Sequence[tuple[str, float]], base=None) -> Chart:
+    """A decoder's top-10 next tokens (and, greyed, the model's own top-10 probabilities)."""
+    labels = [plot_label(t.replace("Ġ", "␣"), 14) for t, _ in guesses]
+    p = [float(x) for _, x in guesses]
+    traces = [
+        dict(
+            type="bar",
+            x=p,
+            y=labels,
+            orientation="h",
+            marker=dict(color=BLUE),
+            text=[f"{x:.3f}" for x in p],
+            textposition="outside",
+            hovertemplate="%{y}: %{x:.3f}<extra></extra>",
+            name="your knobs",
+        )
+    ]
+    layout = line_layout(
+        "What the model would write next",
+        "probability",
+        "next token",
+        height=420,
+        yaxis=dict(autorange="reversed", title=dict(text="next token")),
+        xaxis=dict(range=[0, min(1.0, max(p, default=1) * 1.25)], title=dict(text="probability")),
+    )
+    fig = fast_figure(traces, layout, margin=dict(l=110, r=10, t=60, b=60))
+    top = labels[0] if labels else "?"
+    caption = f"The ten likeliest next tokens; the top one, {top}, has probability {p[0]:.3f}."
+    return Chart(fig, caption)
+
+
+# ------------------------------------------------------------------------------ pruning
+
+
+def pruning_chart(
+    curve: Sequence[float],
+    can_go: int,
+    order: Sequence[tuple[int, int]],
+    yours: tuple[int, float] | None = None,
+) -> Chart:
+    """The pair-ranking score as heads are removed, least important first."""
+    k = np.arange(len(curve))
+    names = ["none"] + [head_name(*p) for p in order]
+    traces = [
+        dict(
+            type="scatter",
+            mode="lines+markers",
+            x=k,
+            y=np.asarray(curve, np.float32),
+            line=dict(color=BLUE, width=2),
+            marker=dict(size=5),
+            name="removed in order",
+            customdata=names,
+            hovertemplate="%{x} heads off (last: %{customdata})<br>score %{y:.3f}<extra></extra>",
+        )
+    ]
+    if yours is not None:
+        traces.append(
+            dict(
+                type="scatter",
+                mode="markers",
+                x=[yours[0]],
+                y=[yours[1]],
+                marker=dict(color=VERMILION, size=13, symbol="diamond"),
+                name="your switched-off heads",
+                hovertemplate="your %{x} heads off<br>score %{y:.3f}<extra></extra>",
+            )
+        )
+    floor = curve[0] * 0.95
+    h_line, h_note = hline_labelled(floor, "5 % below all heads on", side="right")
+    v_line, v_note = vline_labelled(can_go, f"{can_go} heads")
+    layout = line_layout(
+        "Pruning a real model, one head at a time",
+        "heads switched off",
+        "pair-ranking score",
+        height=440,
+        shapes=[h_line, v_line],
+        annotations=[h_note, v_note],
+        yaxis=dict(title=dict(text="pair-ranking score"), range=[0.4, 1.02]),
+    )
+    fig = fast_figure(traces, layout, margin=dict(l=60, r=10, t=90, b=60))
+    caption = (
+        f"All {len(curve) - 1} heads on: {curve[0]:.3f}. Heads are removed least important "
+        f"first (the score with each off alone, measured once). {can_go} can go before the "
+        f"score falls 5 % below that; with all removed it is {curve[-1]:.3f} (0.5 is chance)."
+    )
+    return Chart(fig, caption)

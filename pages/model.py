@@ -1,0 +1,577 @@
+"""A real model: attention inside a pretrained transformer, on the student's own sentence,
+with the earlier lessons' knobs applied to it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+import numpy as np
+import streamlit as st
+
+import ui
+from attn_core.lessons import model as core
+from figures import model as fig
+
+FILE = "pages/model.py"
+W = ui.Words("model")
+CLEAR = 0.1  # a head "tracks" a relation when it beats the positional baseline by this share
+KNOB_LABELS = {
+    "top": "largest weight in a row (mean)",
+    "entropy": "spread: entropy / log T",
+    "saturated": "rows with a weight ≥ 0.99",
+    "auc": "pair-ranking score",
+    "triples": "triples ordered right",
+}
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The lesson's knobs, hashable, as run_model takes them."""
+
+    scaled: bool = True
+    temperature: float = 1.0
+    ablate: tuple[tuple[int, int], ...] = ()
+    causal: bool = False
+
+    def kwargs(self) -> dict:
+        return dict(
+            scaled=self.scaled, temperature=self.temperature, ablate=self.ablate, causal=self.causal
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The sidebar's controls, read by every step."""
+
+    model: str
+    text: str
+    text_b: str
+    layer: int
+    head: int
+    knobs: Knobs
+    own: Knobs  # the same model with every knob at its own setting
+
+    @property
+    def changed(self) -> bool:
+        return self.knobs != self.own
+
+
+# ------------------------------------------------------------------------------ loaders
+
+
+@st.cache_resource(max_entries=1, show_spinner="Loading the model (a few seconds, once)…")
+def loaded(name: str) -> core.LoadedModel:
+    """One model per server, shared by every session (run_model never changes it)."""
+    return core.load_model(name, device=ui.device())
+
+
+def available() -> list[str]:
+    return core.available_models()  # cheap: the Hub is asked once per process
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def trace(name: str, text: str, text_b: str, knobs: Knobs) -> core.ModelTrace:
+    """One pass over the sentence (pair) with the knobs; read-only once made."""
+    return core.run_model(loaded(name), text, text_b or None, **knobs.kwargs())
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def roles(name: str, text: str, text_b: str, knobs: Knobs) -> dict[str, np.ndarray]:
+    return {
+        k: v.float().numpy() for k, v in core.head_roles(trace(name, text, text_b, knobs)).items()
+    }
+
+
+@st.cache_resource(max_entries=2, show_spinner="Scoring every head on 60 annotated sentences…")
+def relations(name: str) -> dict[str, core.RelationScore]:
+    return core.relation_scores(loaded(name))
+
+
+@st.cache_resource(max_entries=16, show_spinner="Embedding the 144 shipped sentences…")
+def similarity(name: str, knobs: Knobs) -> core.Similarity:
+    return core.similarity(loaded(name), **knobs.kwargs())
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def pair_cosine(name: str, text: str, text_b: str, knobs: Knobs) -> float:
+    a, b = core.embed_many(loaded(name), [text, text_b], **knobs.kwargs())
+    return float(a @ b)
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def pruning() -> dict:
+    return core.shipped_pruning()
+
+
+def special_positions(name: str, tokens: list[str]) -> list[int]:
+    specials = set(loaded(name).tokenizer.all_special_tokens)
+    return [i for i, t in enumerate(tokens) if t in specials]
+
+
+charts = st.cache_resource(max_entries=4, show_spinner=False)
+
+
+@charts
+def mosaic_chart(s: Settings):
+    return fig.head_mosaic(
+        trace(s.model, s.text, s.text_b, s.knobs).weights, (s.layer, s.head), s.model
+    )
+
+
+@charts
+def head_chart(s: Settings):
+    tr = trace(s.model, s.text, s.text_b, s.knobs)
+    return fig.head_map(
+        tr.weights[s.layer, s.head],
+        tr.tokens,
+        s.layer,
+        s.head,
+        special_positions(s.model, tr.tokens),
+    )
+
+
+@charts
+def contribution_chart(s: Settings):
+    tr = trace(s.model, s.text, s.text_b, s.knobs)
+    return fig.weights_and_contributions(
+        tr.weights[s.layer, s.head],
+        core.contributions(tr, s.layer, s.head),
+        tr.tokens,
+        fig.head_name(s.layer, s.head),
+        special_positions(s.model, tr.tokens),
+    )
+
+
+# ------------------------------------------------------------------------------ the page
+
+
+def run() -> None:
+    ui.page_header(FILE, W("intro"))
+    s = controls()
+    if s is None:
+        return
+    input_header(s)
+    ui.steps(
+        {
+            "Every head": heads_step,
+            "Roles": roles_step,
+            "Contribution": contribution_step,
+            "Knobs": knobs_step,
+            "Pruning": pruning_step,
+        },
+        s,
+    )
+    ui.prev_next(FILE)
+
+
+def choose_model() -> str:
+    """The model select box: the shipped encoder, and the Hub's decoders when reachable."""
+    names = available()
+    name = ui.selectbox("model", W("label.model"), names, core.MINILM, help=W("help.model"))
+    if missing := [n for n in core.MODELS if n not in names]:
+        st.caption(W("offline", names=", ".join(missing)))
+    return name
+
+
+def _clamp(key: str, hi: int) -> None:
+    """A layer or head past a newly chosen model's last one moves to its last one."""
+    v = st.session_state.get(key)
+    if isinstance(v, int) and v > hi:
+        st.session_state[key] = hi
+
+
+def use_preset(text: str, text_b: str, layer: int, head: int) -> None:
+    st.session_state.update(text=text, text_b=text_b, layer=layer, head=head)
+
+
+def presets(name: str) -> None:
+    """Buttons that load an example chosen to show a known pattern, with its best head."""
+    m = loaded(name)
+    for key, (text, text_b, layer, head) in preset_list(name).items():
+        if layer < m.n_layers:
+            st.button(
+                W(f"preset.{key}"),
+                key=f"preset-{key}",
+                on_click=use_preset,
+                args=(text, text_b, layer, head),
+                width="stretch",
+            )
+
+
+def preset_list(name: str) -> dict[str, tuple[str, str, int, int]]:
+    """Each example with the head that shows its pattern best, found by the scores."""
+    out = {}
+    rel = relations(name) if loaded(name).kind == "encoder" else None
+    for key in ("coref", "det", "pair"):
+        text, text_b = W(f"example.{key}.a"), W(f"example.{key}.b").strip("-").strip()
+        if rel is not None and key != "pair":
+            l, h = rel["pronoun → antecedent" if key == "coref" else "determiner → noun"].best
+        else:
+            l, h = cross_head(name, text, text_b)
+        out[key] = (text, text_b, l, h)
+    return out
+
+
+def cross_head(name: str, text: str, text_b: str) -> tuple[int, int]:
+    """The head whose tokens of the first sentence look most at the second one's."""
+    tr = trace(name, text, text_b, own_knobs(name))
+    sep = [i for i, t in enumerate(tr.tokens) if t in loaded(name).tokenizer.all_special_tokens]
+    if len(sep) < 3:  # no pair here (a decoder reads one stream): the most previous-token head
+        prev = core.head_roles(tr)["previous"]
+        return divmod(int(prev.argmax()), prev.shape[1])
+    a, b = slice(1, sep[1]), slice(sep[1] + 1, sep[2])
+    share = tr.weights[:, :, a, b].sum(-1).mean(-1)  # (L, H)
+    return divmod(int(share.argmax()), share.shape[1])
+
+
+def own_knobs(name: str) -> Knobs:
+    return Knobs(causal=loaded(name).kind == "decoder")
+
+
+def controls() -> Settings | None:
+    with ui.controls_area():
+        st.markdown(W("label.controls"))
+        name = choose_model()
+        try:
+            m = loaded(name)
+        except core.ModelError as e:
+            st.error(W("error.load", why=ui.escape(str(e), 400)))
+            return None
+        presets(name)
+        text = ui.text(
+            "text",
+            W("label.text"),
+            W("example.coref.a"),
+            max_chars=500,
+            help=W("help.text", cap=core.MAX_TOKENS),
+        )
+        text_b = ui.text("text_b", W("label.text_b"), "", max_chars=500, help=W("help.text_b"))
+        _clamp("layer", m.n_layers - 1)
+        _clamp("head", m.n_heads - 1)
+        default = preset_list(name)["coref"]
+        layer = ui.slider("layer", W("label.layer"), 0, m.n_layers - 1, default[2])
+        head = ui.slider("head", W("label.head"), 0, m.n_heads - 1, default[3])
+        knobs = knob_controls(m)
+    s = Settings(name, text, text_b, layer, head, knobs, own_knobs(name))
+    input_notes(s)
+    ui.show_notes()
+    return s
+
+
+def knob_controls(m: core.LoadedModel) -> Knobs:
+    st.markdown(W("label.knobs"))
+    scaled = ui.toggle("scaled", W("label.scaled"), True, help=W("help.scaled", d_k=m.d_k))
+    temperature = ui.log_slider(
+        "temperature", W("label.temperature"), 0.1, 10.0, 1.0, help=W("help.temperature")
+    )
+    causal = ui.toggle("causal", W("label.causal"), m.kind == "decoder", help=W("help.causal"))
+    names = [fig.head_name(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
+    off = ui.multiselect("ablate", W("label.ablate"), names, [], help=W("help.ablate"))
+    ablate = tuple(sorted(divmod(names.index(n), m.n_heads) for n in off))
+    return Knobs(scaled, float(temperature), ablate, causal)
+
+
+def input_notes(s: Settings) -> None:
+    tr = trace(s.model, s.text, s.text_b, s.knobs)
+    if tr.capped:
+        ui.note(W("note.capped", total=tr.capped, cap=core.MAX_TOKENS))
+    if s.text_b and loaded(s.model).kind == "decoder":
+        ui.note(W("note.decoder_pair"))
+
+
+def input_header(s: Settings) -> None:
+    """The tokens the model reads, as text, and where it ran."""
+    tr = trace(s.model, s.text, s.text_b, s.knobs)
+    st.markdown(
+        W(
+            "input",
+            model=s.model,
+            n=len(tr.tokens),
+            L=loaded(s.model).n_layers,
+            H=loaded(s.model).n_heads,
+        )
+    )
+    st.code(" ".join(ui.safe_text(t, 16) for t in tr.tokens), language=None, wrap_lines=True)
+    if s.changed:
+        st.info(W("info.knobs"), icon=":material/tune:")
+
+
+# ------------------------------------------------------------------------------ step 1
+
+
+def heads_step(s: Settings) -> None:
+    st.subheader(W("heads.title"))
+    ui.show(mosaic_chart(s))
+    ui.show(head_chart(s))
+    r = roles(s.model, s.text, s.text_b, s.knobs)
+    at = (s.layer, s.head)
+    cols = st.columns(len(fig.ROLE_NAMES))
+    for col, (k, label) in zip(cols, fig.ROLE_NAMES.items(), strict=True):
+        col.metric(label, f"{r[k][at]:.2f}", help=W(f"role.{k}"))
+    ui.try_this(heads_tries(s, r))
+
+
+def heads_tries(s: Settings, r: dict[str, np.ndarray]) -> list[tuple[str, str]]:
+    """The experiments of step 1, with this model's heads and this sentence's numbers."""
+    prev = r["previous"]
+    l, h = map(int, np.unravel_index(prev.argmax(), prev.shape))
+    first = r["first"]
+    items = W.pairs(
+        "try.heads",
+        prev_head=fig.head_name(l, h),
+        prev_layer=l,
+        prev=prev[l, h],
+        first0=float(first[0].mean()),
+        first_rest=float(first[1:].mean()),
+        last=len(first) - 1,
+    )
+    if loaded(s.model).kind != "encoder":
+        return items
+    text, _, cl, ch = preset_list(s.model)["coref"]
+    ex = trace(s.model, text, "", s.own)
+    w, at = ex.weights[cl, ch], ex.tokens.index
+    her, she = (float(w[at(p), at("sister")]) for p in ("her", "she"))
+    return W.pairs("try.heads.coref", coref_head=fig.head_name(cl, ch), her=her, she=she) + items
+
+
+# ------------------------------------------------------------------------------ step 2
+
+
+def roles_step(s: Settings) -> None:
+    st.subheader(W("roles.title"))
+    ui.show(fig.role_maps(roles(s.model, s.text, s.text_b, s.knobs)))
+    if loaded(s.model).kind != "encoder":
+        st.info(W("roles.decoder"))
+        return
+    rel = relations(s.model)
+    if not relation_exercise(rel):
+        ui.until_reveal(W("roles.hidden"))
+        return
+    ui.show(fig.relation_bars(rel))
+    st.markdown(verdict(rel))
+    ui.explain(
+        W("roles.explain.title"), W("roles.explain", sentences=len(core.relation_sentences()))
+    )
+
+
+def _lift(score: core.RelationScore) -> float:
+    return score.best_accuracy - score.baseline
+
+
+def relation_exercise(rel: dict[str, core.RelationScore]) -> bool:
+    names = list(rel)
+    best = max(names, key=lambda r: _lift(rel[r]))
+    choices = [*names, W("roles.exercise.none", margin=CLEAR)]
+    answer = best if _lift(rel[best]) >= CLEAR else choices[-1]
+    b = rel[best]
+    return ui.predict_choice(
+        "model-relations",
+        W(
+            "roles.exercise.q",
+            n=sum(x.n for x in rel.values()),
+            sentences=len(core.relation_sentences()),
+            heads=next(iter(rel.values())).accuracy.numel(),
+        ),
+        choices,
+        answer,
+        W("roles.exercise.why"),
+        truth=W(
+            "roles.exercise.truth",
+            rel=best,
+            head=fig.head_name(*b.best),
+            acc=b.best_accuracy,
+            base=b.baseline,
+        ),
+        secret=[f"{fig.head_name(*b.best)} {b.best_accuracy:.2f}"],
+    )
+
+
+def verdict(rel: dict[str, core.RelationScore]) -> str:
+    """One sentence per relation, from its lift over the positional baseline."""
+    out = []
+    for r, x in rel.items():
+        kind = "clear" if _lift(x) >= CLEAR else "none" if _lift(x) <= 0.02 else "slight"
+        out.append(
+            W(
+                f"verdict.{kind}",
+                rel=r,
+                head=fig.head_name(*x.best),
+                acc=x.best_accuracy,
+                base=x.baseline,
+                offset=f"{x.offset:+d}",
+            )
+        )
+    return "\n".join(f"- {line}" for line in out)
+
+
+# ------------------------------------------------------------------------------ step 3
+
+
+def contribution_step(s: Settings) -> None:
+    st.subheader(W("contribution.title"))
+    ui.show(contribution_chart(s))
+    fewer = sink_heads(s)
+    ui.explain(
+        W("contribution.explain.title"),
+        W("contribution.explain", fewer=fewer, heads=n_heads(s.model)),
+        expanded=True,
+    )
+    st.page_link("pages/alternatives.py", label=W("contribution.link"), icon=":material/alt_route:")
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def sink_heads(s: Settings) -> int:
+    """How many heads give the special tokens less of what they add than of their weight."""
+    tr = trace(s.model, s.text, s.text_b, s.knobs)
+    sp = special_positions(s.model, tr.tokens)
+    if not sp:
+        return 0
+    out = 0
+    for layer in range(tr.weights.shape[0]):
+        for head in range(tr.weights.shape[1]):
+            c = core.contributions(tr, layer, head)
+            c = c / c.sum(-1, keepdim=True).clamp_min(1e-30)
+            out += int(c[:, sp].sum(-1).mean() < tr.weights[layer, head][:, sp].sum(-1).mean())
+    return out
+
+
+def n_heads(name: str) -> int:
+    return loaded(name).n_layers * loaded(name).n_heads
+
+
+# ------------------------------------------------------------------------------ step 4
+
+
+def knob_measures(s: Settings, knobs: Knobs) -> dict[str, float]:
+    out = core.attention_stats(trace(s.model, s.text, s.text_b, knobs).weights)
+    if loaded(s.model).kind == "encoder":
+        sim = similarity(s.model, knobs)
+        out.update(auc=sim.auc, triples=sim.triples)
+    return out
+
+
+def knobs_step(s: Settings) -> None:
+    st.subheader(W("knobs.title"))
+    if not s.changed and not scale_exercise(s):
+        ui.until_reveal(W("knobs.hidden"))
+        return
+    st.caption(ui.where(W("knobs.where")))
+    labels = {k: v for k, v in KNOB_LABELS.items() if k in knob_measures(s, s.own)}
+    ui.show(fig.knob_bars(knob_measures(s, s.own), knob_measures(s, s.knobs), labels))
+    m = loaded(s.model)
+    if m.kind == "encoder" and s.text_b:
+        own, now = (pair_cosine(s.model, s.text, s.text_b, k) for k in (s.own, s.knobs))
+        st.metric(W("knobs.cosine"), f"{now:.3f}", f"{now - own:+.3f}" if s.changed else None)
+    elif m.kind == "encoder":
+        st.caption(W("knobs.no_pair"))
+    else:
+        ui.show(fig.next_token_bars(trace(s.model, s.text, "", s.knobs).next_tokens))
+    ui.try_this(knobs_tries(s))
+
+
+def knobs_tries(s: Settings) -> list[tuple[str, str]]:
+    """Three knobs turned one at a time from the model's own settings, measured."""
+    turned = {
+        "own": s.own,
+        "off": replace(s.own, scaled=False),
+        "t3": replace(s.own, temperature=3.0),
+        "flip": replace(s.own, causal=not s.own.causal),
+    }
+    m = {k: knob_measures(s, kn) for k, kn in turned.items()}
+    if loaded(s.model).kind == "encoder":
+        return W.pairs(
+            "try.knobs",
+            top=m["own"]["top"],
+            top_off=m["off"]["top"],
+            sat_off=m["off"]["saturated"],
+            auc=m["own"]["auc"],
+            auc_off=m["off"]["auc"],
+            ent_t3=m["t3"]["entropy"],
+            auc_t3=m["t3"]["auc"],
+            auc_causal=m["flip"]["auc"],
+        )
+    guess = {k: trace(s.model, s.text, "", kn).next_tokens[0] for k, kn in turned.items()}
+    return W.pairs(
+        "try.knobs.decoder",
+        top=m["own"]["top"],
+        top_off=m["off"]["top"],
+        tok=ui.safe_text(guess["own"][0], 14),
+        p=guess["own"][1],
+        tok_off=ui.safe_text(guess["off"][0], 14),
+        p_off=guess["off"][1],
+        tok_nc=ui.safe_text(guess["flip"][0], 14),
+        p_nc=guess["flip"][1],
+    )
+
+
+def scale_exercise(s: Settings) -> bool:
+    """Drop √d_k everywhere: how peaked do the rows get? (asked with every knob at its own)"""
+    own = core.attention_stats(trace(s.model, s.text, s.text_b, s.own).weights)["top"]
+    off = replace(s.own, scaled=False)
+    truth = core.attention_stats(trace(s.model, s.text, s.text_b, off).weights)["top"]
+    return ui.predict_number(
+        "model-scale-" + hashlib.sha1(repr((s.model, s.text, s.text_b)).encode()).hexdigest()[:10],
+        W("knobs.exercise.q", top=own, d_k=loaded(s.model).d_k, heads=n_heads(s.model)),
+        truth,
+        W("knobs.exercise.why"),
+        abs_tol=0.05,
+        rel_tol=0.0,
+        fmt="{:.3f}",
+        lo=0.0,
+        hi=1.0,
+    )
+
+
+# ------------------------------------------------------------------------------ step 5
+
+
+def pruning_step(s: Settings) -> None:
+    st.subheader(W("pruning.title"))
+    if s.model != core.MINILM:
+        st.info(W("pruning.other", model=core.MINILM))
+        return
+    p = pruning()
+    curve, order = p["curve"], [tuple(x) for x in p["order"]]
+    can_go = core.heads_before_drop(curve)
+    if not pruning_exercise(can_go, len(order)):
+        ui.until_reveal(W("pruning.hidden"))
+        return
+    yours = None
+    if s.knobs.ablate:
+        yours = (
+            len(s.knobs.ablate),
+            similarity(s.model, replace(s.own, ablate=s.knobs.ablate)).auc,
+        )
+    ui.show(fig.pruning_chart(curve, can_go, order, yours))
+    best = int(np.argmax(curve))
+    st.markdown(
+        W(
+            "pruning.after",
+            full=curve[0],
+            best=curve[best],
+            k_best=best,
+            none=curve[-1],
+            n=len(order),
+            triples=len(core.similarity_triples()),
+        )
+    )
+    ui.try_this(W.pairs("try.pruning", first=", ".join(fig.head_name(*x) for x in order[:6])))
+
+
+def pruning_exercise(can_go: int, n: int) -> bool:
+    bins = [(0, 9), (10, 29), (30, 49), (50, n)]
+    choices = [W("pruning.exercise.bin", lo=a, hi=b) for a, b in bins]
+    answer = next(c for c, (a, b) in zip(choices, bins, strict=True) if a <= can_go <= b)
+    return ui.predict_choice(
+        "model-pruning",
+        W("pruning.exercise.q", n=n),
+        choices,
+        answer,
+        W("pruning.exercise.why", triples=len(core.similarity_triples())),
+        truth=W("pruning.exercise.truth", k=can_go, n=n),
+        secret=[f"{can_go} heads", f"{can_go} of the {n}"],
+    )
+
+
+run()

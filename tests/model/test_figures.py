@@ -1,0 +1,111 @@
+"""The real-model figures: valid plotly, titled and labelled, captions from the numbers drawn,
+user tokens escaped."""
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from attn_core.lessons import model as M
+from figures import model as fig
+
+RNG = np.random.default_rng(0)
+TOKENS = ["[CLS]", "my", "sister", "lost", "her", "<b>keys</b>", "[SEP]"]
+
+
+def _rows(*shape) -> np.ndarray:
+    x = RNG.random(shape).astype(np.float32) ** 4
+    return x / x.sum(-1, keepdims=True)
+
+
+def _valid(chart) -> go.Figure:
+    f = go.Figure(chart.fig.to_dict())  # built unvalidated (fast_figure): every property checked
+    assert f.layout.title.text and chart.caption
+    return f
+
+
+def _axis_titles(f: go.Figure) -> list[str]:
+    layout = f.to_dict()["layout"]
+    return [v["title"]["text"] for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))]
+
+
+def test_the_mosaic_places_every_head_s_map_in_its_tile():
+    w = _rows(3, 4, 5, 5)
+    chart = fig.head_mosaic(w, (2, 1), "tiny")
+    f = _valid(chart)
+    z = np.asarray(chart.fig.data[0].z, dtype=np.float32)
+    span = 5 + 1  # a one-cell gap at T = 5
+    for l in range(3):
+        for h in range(4):
+            np.testing.assert_array_equal(
+                z[l * span : l * span + 5, h * span : h * span + 5], w[l, h]
+            )
+    assert np.isnan(z[5]).all() and np.isnan(z[:, 5]).all()  # the gaps are blank
+    rect = f.layout.shapes[0]
+    assert rect.x0 < 1 * span < rect.x1 and rect.y0 < 2 * span < rect.y1  # L2H1 outlined
+    assert _axis_titles(f) == ["head", "layer"]
+    assert len(f.data) == 1  # one trace for every head
+
+
+def test_head_map_escapes_tokens_and_names_its_strongest_links():
+    w = np.full((7, 7), 0.01, np.float32)
+    w[4, 2] = 0.9  # her -> sister
+    w[:, 0] += 0.2
+    chart = fig.head_map(w, TOKENS, 1, 3, special=[0, 6])
+    f = _valid(chart)
+    assert "<b>" not in str(f.to_dict()) and "&lt;b&gt;keys" in str(f.layout.xaxis.ticktext)
+    assert "her → sister 0.90" in chart.caption
+    share = float(w[:, [0, 6]].sum(-1).mean())
+    assert f"{share:.0%} of its weight on the special tokens" in chart.caption
+    assert f.layout.title.text.startswith("L1H3")
+
+
+def test_role_maps_lay_out_six_grids_and_name_the_best_heads():
+    roles = {k: torch.tensor(RNG.random((2, 3))) for k in fig.ROLE_NAMES}
+    roles["previous"][1, 2] = 2.0  # the clear winner
+    chart = fig.role_maps(roles)
+    f = _valid(chart)
+    z = np.asarray(chart.fig.data[0].z, dtype=float)
+    assert z.shape == (2, 6 * 4 - 1) and z[1, 2] == pytest.approx(2.0)
+    assert "previous token: L1H2 (2.00)" in chart.caption
+    assert list(f.layout.xaxis.ticktext) == list(fig.ROLE_NAMES.values())
+
+
+def test_relation_bars_pair_each_best_head_with_its_baseline():
+    acc = torch.tensor([[0.2, 0.9], [0.4, 0.1]])
+    scores = {"pronoun → antecedent": M.RelationScore(acc, 58, -2, 0.19)}
+    chart = fig.relation_bars(scores)
+    f = _valid(chart)
+    assert list(f.data[0].y) == [pytest.approx(0.9)] and list(f.data[1].y) == [0.19]
+    assert "L0H1 0.90 against -2 words 0.19 (58 pairs)" in chart.caption
+
+
+def test_weights_and_contributions_share_one_colour_axis_and_say_what_the_sinks_add():
+    w = _rows(5, 5)
+    c = np.ones((5, 5), np.float32)
+    c[:, 0] = 0.01  # the sink adds little
+    chart = fig.weights_and_contributions(w, c, TOKENS[:5], "L0H0", special=[0])
+    f = _valid(chart)
+    assert [t.xaxis for t in f.data] == ["x", "x2"]
+    right = np.asarray(chart.fig.data[1].z)
+    np.testing.assert_allclose(right.sum(-1), 1, atol=1e-6)  # shares of each row
+    assert f"{float(w[:, 0].mean()):.0%} of the weight but" in chart.caption
+
+
+def test_knob_bars_name_only_what_moved():
+    labels = {"top": "largest", "auc": "score"}
+    same = fig.knob_bars({"top": 0.5, "auc": 0.9}, {"top": 0.5, "auc": 0.9}, labels)
+    assert "Nothing moved" in same.caption
+    moved = fig.knob_bars({"top": 0.5, "auc": 0.9}, {"top": 0.91, "auc": 0.9}, labels)
+    _valid(moved)
+    assert "largest 0.500 → 0.910" in moved.caption and "score" not in moved.caption.split(":")[-1]
+
+
+def test_next_tokens_and_pruning_charts():
+    nt = fig.next_token_bars([("Ġthe", 0.4), ("<b>", 0.1)])
+    f = _valid(nt)
+    assert list(f.data[0].y) == ["␣the", "&lt;b&gt;"] and "0.400" in nt.caption
+    curve = [0.9, 0.95, 0.93, 0.8, 0.5]
+    pc = fig.pruning_chart(curve, 2, [(0, 0), (0, 1), (1, 0), (1, 1)], yours=(1, 0.95))
+    f = _valid(pc)
+    assert len(f.data) == 2 and "2 can go" in pc.caption and "0.500" in pc.caption
