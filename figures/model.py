@@ -81,14 +81,13 @@ def _tiles(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 
 
 def _mosaic_axes(L: int, H: int, T: int, span: int, shape) -> tuple[dict, dict]:
-    axis = dict(showgrid=False, zeroline=False, ticks="", tickmode="array", constrain="domain")
-    x_axis = dict(axis, title=dict(text="head"), range=[-0.5, shape[1] - 0.5], side="top",
+    axis = dict(showgrid=False, zeroline=False, ticks="", tickmode="array")
+    x_axis = dict(axis, title=dict(text="head"), range=[-0.5, shape[1] - 0.5],
                   tickvals=[h * span + (T - 1) / 2 for h in range(H)],
                   ticktext=[f"H{h}" for h in range(H)])  # fmt: skip
     y_axis = dict(axis, title=dict(text="layer"), range=[shape[0] - 0.5, -0.5],
                   tickvals=[l * span + (T - 1) / 2 for l in range(L)],
-                  ticktext=[f"L{l}" for l in range(L)], scaleanchor="x",
-                  constraintoward="top")  # fmt: skip
+                  ticktext=[f"L{l}" for l in range(L)])  # fmt: skip
     return x_axis, y_axis
 
 
@@ -120,10 +119,13 @@ def head_mosaic(weights: Any, selected: tuple[int, int] | None = None, model: st
         xaxis=x_axis,
         yaxis=y_axis,
         shapes=shapes,
-        coloraxis=_colorbar(thickness=12, len=0.9),
+        # the colour bar under the maps, not beside them: on a phone the maps keep the width
+        coloraxis=_colorbar(
+            thickness=12, len=0.5, orientation="h", x=0.0, xanchor="left", y=-0.14, yanchor="top"
+        ),
         plot_bgcolor="#FFFFFF",
     )
-    fig = fast_figure([trace], layout, margin=dict(l=50, r=10, t=100, b=10))
+    fig = fast_figure([trace], layout, margin=dict(l=50, r=10, t=50, b=90))
     caption = (
         f"{L} layers × {H} heads, each a {T} × {T} map: row i is where token i looks, "
         "so every row of a tile sums to 1. "

@@ -514,7 +514,7 @@ def scale_exercise(s: Settings) -> bool:
         "model-scale-" + hashlib.sha1(repr((s.model, s.text, s.text_b)).encode()).hexdigest()[:10],
         W("knobs.exercise.q", top=own, d_k=loaded(s.model).d_k, heads=n_heads(s.model)),
         truth,
-        W("knobs.exercise.why"),
+        W("knobs.exercise.why", L=loaded(s.model).n_layers),
         abs_tol=0.05,
         rel_tol=0.0,
         fmt="{:.3f}",
@@ -556,7 +556,12 @@ def pruning_step(s: Settings) -> None:
             triples=len(core.similarity_triples()),
         )
     )
-    ui.try_this(W.pairs("try.pruning", first=", ".join(fig.head_name(*x) for x in order[:6])))
+    k, H = 6, loaded(s.model).n_heads
+    first = ", ".join(fig.head_name(*x) for x in order[:k])
+    way = W("word.up") if curve[k] > curve[0] else W("word.down")
+    ui.try_this(
+        W.pairs("try.pruning", k=k, first=first, way=way, full=curve[0], at_k=curve[k], H=H)
+    )
 
 
 def pruning_exercise(can_go: int, n: int) -> bool:

@@ -208,3 +208,15 @@ def test_minilm_does_its_job_and_the_knobs_hurt_it():
     on, no = (M.attention_stats(M.run_model(m, text, scaled=s).weights) for s in (True, False))
     assert no["top"] > on["top"] + 0.2 and no["saturated"] > on["saturated"]
     assert math.isfinite(no["entropy"]) and no["entropy"] < on["entropy"]
+
+
+@minilm_only
+def test_the_pruning_step_s_claims_hold():
+    """Its Try this: the six least important heads off raise the score; twelve heads off
+    by importance cost less than any whole layer."""
+    m = M.load_model()
+    curve = M.shipped_pruning()["curve"]
+    assert curve[6] > curve[0]
+    for layer in range(m.n_layers):
+        whole = M.similarity(m, ablate=[(layer, h) for h in range(m.n_heads)]).auc
+        assert whole < curve[m.n_heads], layer
