@@ -42,6 +42,7 @@ from attn_core import attention, device_label, fused_attention, pick_device  # n
 HEAVY_VIEWS = {
     "scaling": ["d_k=1024&tokens=64"],
     "multi-head": ["d_model=1024&heads=16&tokens=64"],
+    "model": ["step=Contribution", "step=Knobs&scaled=false"],
 }
 
 

@@ -45,6 +45,9 @@ class Chart:
     fig: go.Figure
     caption: str
     alt: str = ""  # a one-line description for screen readers; defaults to the title
+    # the numbers for the CSV download when the drawn figure does not hold them (a map
+    # drawn as an image); None: the drawn figure's own traces
+    table: go.Figure | None = None
 
     def __post_init__(self):
         if not self.alt:

@@ -133,7 +133,7 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
     st.download_button(
         "Data (CSV)",
         type="tertiary",
-        data=lambda fig=chart.fig: share.figure_csv(fig),  # built only when clicked
+        data=lambda fig=chart.table or chart.fig: share.figure_csv(fig),  # only when clicked
         file_name=share.csv_name(title),
         mime="text/csv",
         icon=":material/download:",

@@ -1,6 +1,9 @@
 """The real-model figures: valid plotly, titled and labelled, captions from the numbers drawn,
 user tokens escaped."""
 
+import base64
+import io
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -33,7 +36,7 @@ def test_the_mosaic_places_every_head_s_map_in_its_tile():
     w = _rows(3, 4, 5, 5)
     chart = fig.head_mosaic(w, (2, 1), "tiny")
     f = _valid(chart)
-    z = np.asarray(chart.fig.data[0].z, dtype=np.float32)
+    z = np.asarray(chart.table.data[0].z, dtype=np.float32)  # the numbers, for the CSV
     span = 5 + 1  # a one-cell gap at T = 5
     for l in range(3):
         for h in range(4):
@@ -44,7 +47,25 @@ def test_the_mosaic_places_every_head_s_map_in_its_tile():
     rect = f.layout.shapes[0]
     assert rect.x0 < 1 * span < rect.x1 and rect.y0 < 2 * span < rect.y1  # L2H1 outlined
     assert _axis_titles(f) == ["head", "layer"]
-    assert len(f.data) == 1  # one trace for every head
+    assert [t.type for t in f.data] == ["image"]  # one picture for every head
+
+
+def test_the_mosaic_picture_is_the_weights_in_the_colour_scale():
+    from PIL import Image
+
+    w = np.zeros((1, 2, 3, 3), np.float32)
+    w[0, 1] = 1.0
+    chart = fig.head_mosaic(w)
+    png = base64.b64decode(chart.fig.data[0].source.split(",", 1)[1])
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    assert rgb.shape == (3, 7, 3)  # 2 tiles of 3 with a one-cell gap
+    lo, hi = fig._lut()[0], fig._lut()[255]
+    assert (rgb[:, :3] == lo).all() and (rgb[:, 4:] == hi).all() and (rgb[:, 3] == 255).all()
+    assert tuple(lo) == (68, 1, 84) and tuple(hi) == (253, 231, 37)  # Viridis' ends
+    from ui.share import figure_csv
+
+    csv = figure_csv(chart.table)
+    assert csv.count("\n") == 1 + 1 + 3 and ",1,1,1" in csv
 
 
 def test_head_map_escapes_tokens_and_names_its_strongest_links():
