@@ -293,9 +293,10 @@ def _heads_attend(q, k, v, kn: _Knobs, layer: int, pad=None):
     return o, r.weights
 
 
-def _bert_pass(hf, ids, types, kn: _Knobs, pad=None):
+def _bert_pass(hf, ids, types, kn: _Knobs, pad=None, maps: bool = True):
     """BERT: post-LayerNorm blocks. Returns (hidden (..., T, d), weights, values, W_o).
-    `ids` (T,) for one input, or (B, T) for a padded batch with its `pad` mask."""
+    `ids` (T,) for one input, or (B, T) for a padded batch with its `pad` mask;
+    `maps=False` keeps only the hidden states (weights, values, W_o are None)."""
     cfg, E = hf.config, hf.embeddings
     T, h = ids.shape[-1], cfg.num_attention_heads
     x = E.word_embeddings.weight[ids] + E.position_embeddings.weight[:T]
@@ -316,7 +317,10 @@ def _bert_pass(hf, ids, types, kn: _Knobs, pad=None):
         f = F.linear(f, layer.output.dense.weight, layer.output.dense.bias)
         ln = layer.output.LayerNorm
         x = F.layer_norm(x + f, x.shape[-1:], ln.weight, ln.bias, ln.eps)
-        ws.append(w), vs.append(v), wos.append(out.dense.weight.T)
+        if maps:
+            ws.append(w), vs.append(v), wos.append(out.dense.weight.T)
+    if not maps:
+        return x, None, None, None
     return x, torch.stack(ws), torch.stack(vs), torch.stack(wos)
 
 
@@ -512,24 +516,35 @@ def similarity_triples() -> list[dict]:
     return _read_json(PAIRS_FILE)["triples"]
 
 
+EMBED_BATCH = 48  # sentences per pass: bounds the memory a batch's activations take
+
+
 @torch.no_grad()
 def embed_many(
     loaded: LoadedModel, texts, *, scaled=True, temperature=1.0, ablate=(), causal=None
 ) -> torch.Tensor:
-    """Sentence embeddings (N, d_model) of an encoder, all texts in one padded batch,
+    """Sentence embeddings (N, d_model) of an encoder, in padded batches of EMBED_BATCH,
     with the same knobs as run_model (each row equals run_model(text).embedding)."""
     if loaded.kind != "encoder":
         raise ModelError(f"{loaded.name} is a decoder: it has no sentence embedding")
-    enc = loaded.tokenizer(
-        list(texts), padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
-    )
-    real = enc["attention_mask"].bool()  # (N, T) False at padding
     kn = _knobs(loaded, scaled, temperature, ablate, causal)
+    texts = list(texts)
+    out = [
+        _embed_batch(loaded, texts[i : i + EMBED_BATCH], kn)
+        for i in range(0, len(texts), EMBED_BATCH)
+    ]
+    return torch.cat(out) if out else torch.empty(0, loaded.d_model)
+
+
+def _embed_batch(loaded: LoadedModel, texts: list[str], kn: _Knobs) -> torch.Tensor:
+    enc = loaded.tokenizer(
+        texts, padding=True, truncation=True, max_length=MAX_TOKENS, return_tensors="pt"
+    )
     dev = _device(loaded)
-    ids, real = enc["input_ids"].to(dev), real.to(dev)
+    ids, real = enc["input_ids"].to(dev), enc["attention_mask"].bool().to(dev)  # (N, T)
     types = enc.get("token_type_ids", torch.zeros_like(enc["input_ids"])).to(dev)
-    x = _bert_pass(loaded.hf, ids, types, kn, pad=real[:, None, None, :])[0]
-    m = real[..., None].to(x.dtype)  # (N, T, 1) mean over real tokens only
+    x = _bert_pass(loaded.hf, ids, types, kn, pad=real[:, None, None, :], maps=False)[0]
+    m = real[..., None].to(x.dtype)  # (N, T, 1) mean over real tokens only, not padding
     return F.normalize((x * m).sum(1) / m.sum(1), dim=-1).cpu()
 
 
