@@ -220,3 +220,20 @@ def test_the_pruning_step_s_claims_hold():
     for layer in range(m.n_layers):
         whole = M.similarity(m, ablate=[(layer, h) for h in range(m.n_heads)]).auc
         assert whole < curve[m.n_heads], layer
+
+
+@minilm_only
+def test_loading_does_not_import_scikit_learn_or_scipy():
+    """transformers would import both when installed (~170 MB of RSS on a server)."""
+    import subprocess
+    import sys
+
+    code = (  # a fresh interpreter: this one imported transformers for the tiny models
+        "import sys; from attn_core.lessons import model as M; m = M.load_model(); "
+        "M.run_model(m, 'a short test'); M.similarity(m, M.similarity_triples()[:2]); "
+        "print(sorted(n for n in ('sklearn', 'scipy') if n in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True, env={**__import__("os").environ,
+                                                       "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
