@@ -3,6 +3,7 @@ with the earlier lessons' knobs applied to it."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from dataclasses import dataclass, replace
 
@@ -62,8 +63,15 @@ class Settings:
 
 @st.cache_resource(max_entries=1, show_spinner="Loading the model (a few seconds, once)…")
 def loaded(name: str) -> core.LoadedModel:
-    """One model per server, shared by every session (run_model never changes it)."""
-    return core.load_model(name, device=ui.device())
+    """One model per server, shared by every session (run_model never changes it).
+
+    transformers' import leaves ~80,000 long-lived objects that every full garbage
+    collection would scan again on every rerun of every page (ui/_warm.py): freeze them,
+    as the server did with torch and plotly at start."""
+    m = core.load_model(name, device=ui.device())
+    gc.collect()
+    gc.freeze()
+    return m
 
 
 def available() -> list[str]:
