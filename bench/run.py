@@ -112,6 +112,22 @@ def _views() -> list[tuple[str, str]]:
     return views
 
 
+def _load_s(browser, url: str) -> float:
+    """Seconds from navigation to the first run finished (the title drawn, the script
+    idle), in a fresh browser context."""
+    from tests.support.browser import IDLE
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    t = time.perf_counter()
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector('[data-testid="stMain"] h1', state="attached", timeout=120_000)
+    page.wait_for_selector(IDLE, state="attached", timeout=120_000)
+    took = time.perf_counter() - t
+    context.close()
+    return took
+
+
 def _press_pairs(page, bare, rounds: int, index: int, within: str) -> tuple[float, float]:
     """Alternate presses on the bare page and on one slider of `page`; return both p50s."""
     from tests.support.browser import rerun_latency_ms
@@ -159,7 +175,9 @@ def bench_latency(rounds: int, pages: list[str] | None = None, yardstick: str = 
             if pages is not None and path not in pages:
                 continue
             base = f"{app_url}/{path}"
-            page, _ = open_page(b, base + (f"?{qs}" if qs else ""))
+            url = base + (f"?{qs}" if qs else "")
+            loads = (_load_s(b, url), _load_s(b, url))  # this server's first visit, then again
+            page, _ = open_page(b, url)
             steps = step_labels(page)
             targets = [(qs, SIDEBAR_SLIDERS), (qs, MAIN_SLIDERS)]
             targets += [
@@ -180,11 +198,22 @@ def bench_latency(rounds: int, pages: list[str] | None = None, yardstick: str = 
                     print(f"{name[:44]:<44} {label:<34} {pm:>4.0f}ms {qm:>4.0f}ms {pm / qm:>6.2f}")
                 page.context.close()
             if ratios:
-                summary.append((f"/{path}" + (f"?{qs}" if qs else ""), ratios))
-    print(f"\n{'view':<44} {'sliders':>7} {'median ratio':>12} {'worst':>6}")
-    for name, ratios in summary:
+                summary.append((f"/{path}" + (f"?{qs}" if qs else ""), ratios, loads))
+    print(
+        f"\n{'view':<44} {'sliders':>7} {'first':>6} {'median':>7} {'worst':>6}"
+        f" {'cold load':>10} {'load':>6}"
+    )
+    for name, ratios, (cold, warm) in summary:
         med = statistics.median(ratios)
-        print(f"{name[:44]:<44} {len(ratios):>7} {med:>12.2f} {max(ratios):>6.2f}")
+        print(
+            f"{name[:44]:<44} {len(ratios):>7} {ratios[0]:>6.2f} {med:>7.2f} {max(ratios):>6.2f}"
+            f" {cold:>9.2f}s {warm:>5.2f}s"
+        )
+    print(
+        "ratios: key press -> rerun finished against the bare page (first slider, median and "
+        "worst over all sliders); cold load: navigation -> first run finished, the server's "
+        "first visit to the view; load: the same in a second fresh browser context"
+    )
 
 
 def bench_pages() -> None:
