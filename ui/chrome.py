@@ -13,7 +13,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import controls, exercises, share
+from . import classroom, controls, exercises, share
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -64,6 +64,7 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
         if not st_config.get_option("global.appTest"):
             st.rerun()
     lesson = by_file(file)
+    classroom.sync(lesson.url_path)  # a following page may switch to the teacher's here
     if st.session_state.get("_ui_page") != file:
         controls.reset_notes()  # notes about another page's link do not belong here
         st.session_state["_ui_page"] = file
@@ -80,23 +81,32 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
             share.present_toggle_link(file)
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
+    classroom.banner()  # class mode: following, exploring, or the teacher's room
     st.session_state.pop(_CONTROLS_SLOT, None)
     if share.presenting():
-        # A projector's first screen belongs to the step's chart: the question stays in
-        # view; the introduction and the controls wait in two closed boxes, side by side on
-        # one row with where the page computes.
-        about, knobs, badge = st.columns([1, 1, 1.6], vertical_alignment="center")
-        if intro:
-            with about.expander("About this lesson", icon=":material/info:"):
-                st.markdown(share.where(intro))
-        st.session_state[_CONTROLS_SLOT] = knobs  # controls_area() opens its box there
-        with badge:
-            device_badge()
+        _present_row(intro)
     else:
         if intro:
             st.markdown(share.where(intro))
         device_badge()
     return lesson
+
+
+def _present_row(intro: str | None) -> None:
+    """A projector's first screen belongs to the step's chart: the question stays in view;
+    the introduction and the controls wait in two closed boxes, side by side on one row
+    with where the page computes (and a teacher's class)."""
+    widths = [1, 1, 1, 1.6] if classroom.teaching() else [1, 1, 1.6]
+    about, knobs, *room, badge = st.columns(widths, vertical_alignment="center")
+    if intro:
+        with about.expander("About this lesson", icon=":material/info:"):
+            st.markdown(share.where(intro))
+    st.session_state[_CONTROLS_SLOT] = knobs  # controls_area() opens its box there
+    if room:
+        with room[0]:
+            classroom.teacher_panel()
+    with badge:
+        device_badge()
 
 
 def _next_chart_number() -> int:
@@ -166,6 +176,7 @@ def prev_next(file: str) -> None:
     shows from its top without help: a closed step sends nothing, so the page is short
     for a moment when the tab changes and the browser's scroll position resets.)
     """
+    classroom.commit()  # the end of a teacher's run: the class sees this view now
     lessons = available()
     files = [lesson.file for lesson in lessons]
     i = files.index(file)

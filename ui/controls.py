@@ -21,6 +21,7 @@ from typing import Any
 
 import streamlit as st
 
+from . import classroom
 from .lesson import by_file
 
 _NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
@@ -104,6 +105,7 @@ def _bold(value: Any) -> str:
 
 def _note(key: str, raw: Any, value: Any, message: str) -> None:
     """Keep `message` about the link's `key` (none: forget an old one once the value moved)."""
+    classroom.publish(key, value)  # a teacher's session drives its class with every value
     notes = st.session_state.setdefault(_NOTES, {})
     if raw is not None and message:
         notes[key] = (message, value)
@@ -159,7 +161,16 @@ def slider(
     """A numeric slider bound to ?key=…; ints stay ints."""
     raw = _raw(key)
     value = st.slider(
-        label, lo, hi, default, step=step, format=fmt, key=key, help=help, bind="query-params"
+        label,
+        lo,
+        hi,
+        default,
+        step=step,
+        format=fmt,
+        key=key,
+        help=help,
+        bind="query-params",
+        on_change=classroom.took_wheel,
     )
     took = lambda r: _float_eq(r, value)  # noqa: E731
     _record(key, raw, value, took, f"a number from {_show(lo)} to {_show(hi)}")
@@ -186,6 +197,7 @@ def select_slider(
         key=key,
         help=help,
         bind="query-params",
+        on_change=classroom.took_wheel,
     )
     if expected is None:
         expected = f"one of {fmt(options[0])} … {fmt(options[-1])}"
@@ -244,6 +256,7 @@ def _choice(widget: Callable, key: str, label: str, options, default, fmt, **kw)
         format_func=fmt,
         key=key,
         bind="query-params",
+        on_change=classroom.took_wheel,
         **kw,
     )
     took = lambda r: r in (fmt(value), str(value))  # noqa: E731
@@ -278,7 +291,14 @@ def selectbox(
 
 def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> bool:
     raw = _raw(key)
-    value = st.toggle(label, value=default, key=key, help=help, bind="query-params")
+    value = st.toggle(
+        label,
+        value=default,
+        key=key,
+        help=help,
+        bind="query-params",
+        on_change=classroom.took_wheel,
+    )
     _record(key, raw, value, lambda r: r.lower() == str(value).lower(), "true or false")
     return value
 
@@ -324,6 +344,7 @@ def number(key: str, label: str, lo: int, hi: int, default: int, *, help: str | 
         key=key,
         help=help,
         bind="query-params",
+        on_change=classroom.took_wheel,
     )
     expected = f"a whole number from {lo} to {hi}"
     if value is None or not math.isfinite(value) or not lo <= value <= hi or value != int(value):
@@ -343,7 +364,13 @@ def text(
     so, with lengths and counts but without echoing the text itself."""
     raw = _raw(key)
     value = st.text_input(
-        label, value=default, max_chars=max_chars, key=key, help=help, bind="query-params"
+        label,
+        value=default,
+        max_chars=max_chars,
+        key=key,
+        help=help,
+        bind="query-params",
+        on_change=classroom.took_wheel,
     )
     value = value if value is not None else default
     said = []
@@ -391,6 +418,7 @@ def multiselect(
         key=key,
         help=help,
         bind="query-params",
+        on_change=classroom.took_wheel,
     )
 
     def took(r: str | list[str]) -> bool:  # ?k=a,b and ?k=a&k=b both name a list
@@ -410,7 +438,7 @@ def tabs(key: str, labels: Sequence[str]) -> list:
     labels = list(labels)
     raw = _raw(key)
     box = st.container()  # the link's note, if any, goes above the tabs
-    out = st.tabs(labels, key=key, bind="query-params")
+    out = st.tabs(labels, key=key, bind="query-params", on_change=classroom.took_wheel)
     try:
         value = st.session_state[key]
     except KeyError:
@@ -471,6 +499,7 @@ def open_step() -> tuple[str, tuple[str, ...], str] | None:
 def go_to_step(key: str, label: str) -> None:
     """A button callback: open step `label` of the steps() bound to `key`."""
     st.session_state[key] = label
+    classroom.took_wheel()
 
 
 def note(message: str) -> None:

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from . import classroom
+
 EXERCISE_LOG = "_ui_exercises"  # this run's exercises; cleared by ui.page_header
 
 
@@ -73,6 +75,19 @@ def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: 
     return _log(key, secret, _revealed(key, sent))
 
 
+def _class_waits(box, room, key: str, secret: Sequence[str], sent: bool, answer) -> bool:
+    """A student's exercise the class is answering: their answer goes to the teacher and
+    the secret stays until the teacher reveals; once revealed, it is revealed here too."""
+    if room is None or room.teacher:
+        return False
+    if room.waiting:
+        classroom.collect(box, room, sent, answer)
+        _log(key, secret, False)
+        return True
+    st.session_state[f"_predict_{key}"] = True  # the class's reveal is everyone's
+    return False
+
+
 def predict_choice(
     key: str,
     question: str,
@@ -92,19 +107,29 @@ def predict_choice(
     if secret is None:
         secret = figures(truth) or [truth]
     box = _box(key, question)
+    room = classroom.asked(key)  # class mode: this exercise put to the whole class
+    if room and room.teacher and room.waiting:
+        classroom.hold(box, key)  # the projector keeps the secret until the class's reveal
+        return _log(key, secret, False)
     with box.form(f"form-{key}", border=False):
         pick = st.radio("Your prediction", list(choices), index=None, key=f"pick-{key}")
         sent = st.form_submit_button("Reveal", icon=":material/visibility:")
+    if _class_waits(box, room, key, secret, sent, pick):
+        return False
     if not _opened(box, key, secret, sent, pick is None, "Pick an answer"):
+        classroom.ask_button(box, key, list(choices))
         return False
     pick = st.session_state.get(f"pick-{key}")
-    if pick not in choices:
-        return True  # feedback echoes the pick: only ever one of the page's own choices
-    if pick == correct:
+    if pick not in choices:  # feedback echoes the pick: only ever one of the page's choices
+        box.info(f"The computed answer is **{correct}**. {truth}")
+    elif pick == correct:
         box.success(f"Right: **{correct}**. {truth}")
     else:
         box.error(f"Not quite — you said *{pick}*; the computed answer is **{correct}**. {truth}")
     box.markdown(why)
+    if room:
+        classroom.results(box, room, correct=correct)
+    classroom.ask_button(box, key, list(choices))
     return True
 
 
@@ -124,21 +149,33 @@ def predict_number(
     """A numeric prediction, judged close enough within rel_tol (or abs_tol); True once
     revealed. `secret` defaults to the formatted truth."""
     box = _box(key, question)
+    shown = fmt.format(truth)
+    secret = [shown] if secret is None else secret
+    room = classroom.asked(key)  # class mode: this exercise put to the whole class
+    if room and room.teacher and room.waiting:
+        classroom.hold(box, key)  # the projector keeps the secret until the class's reveal
+        return _log(key, secret, False)
     with box.form(f"form-{key}", border=False):
         guess = st.number_input(
             "Your prediction", min_value=lo, max_value=hi, value=None, key=f"guess-{key}",
             format="%g",
         )  # fmt: skip
         sent = st.form_submit_button("Reveal", icon=":material/visibility:")
-    shown = fmt.format(truth)
-    secret = [shown] if secret is None else secret
+    if _class_waits(box, room, key, secret, sent, guess):
+        return False
     if not _opened(box, key, secret, sent, guess is None, "Type a number"):
+        classroom.ask_button(box, key, None)
         return False
     guess = st.session_state.get(f"guess-{key}")
     close = guess is not None and math.isclose(guess, truth, rel_tol=rel_tol, abs_tol=abs_tol)
-    if close:
+    if guess is None:
+        box.info(f"Computed **{shown}**.")
+    elif close:
         box.success(f"Close enough: computed **{shown}**, you said {fmt.format(guess)}.")
     else:
         box.error(f"Computed **{shown}**; you said {fmt.format(guess)}.")
     box.markdown(why)
+    if room:
+        classroom.results(box, room, truth=truth, shown=shown)
+    classroom.ask_button(box, key, None)
     return True

@@ -1,0 +1,107 @@
+"""Class mode in Chromium (issue 23): a teacher and two students in separate browser
+contexts, on one server. The students follow, one takes the wheel and stops following,
+rejoins and snaps back; a question's answers are counted; a student cannot drive."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.support.browser import SIDEBAR_SLIDERS, open_page, wait_idle
+
+pytestmark = pytest.mark.browser
+FOLLOWING = "Following the teacher"
+EXPLORING = "You are exploring on your own"
+
+
+def params(page) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def wait_param(page, key: str, value: str, timeout: int = 15_000) -> None:
+    """Until the page's own URL (which its bound controls write) says key=value."""
+    page.wait_for_function(
+        "([k, v]) => new URLSearchParams(location.search).get(k) === v",
+        arg=[key, value],
+        timeout=timeout,
+        polling=100,
+    )
+
+
+def press(page, slider, key: str = "ArrowRight") -> None:
+    slider.focus()
+    page.keyboard.press(key)
+    page.wait_for_timeout(200)
+    wait_idle(page)
+
+
+def test_a_class_follows_its_teacher(server_url, browser):
+    teacher, errors = open_page(
+        browser, f"{server_url}/masks?present=1&room=new", width=1600, height=1000
+    )
+    pages = [teacher]
+    try:
+        code = params(teacher)["room"]
+        assert len(code) == 4 and "token" not in teacher.url
+        students = []
+        for _ in range(2):
+            page, errs = open_page(browser, f"{server_url}/?room={code}")
+            errors += errs
+            pages.append(page)
+            page.wait_for_url("**/masks?*", timeout=15_000)
+            page.get_by_text(FOLLOWING).wait_for(timeout=15_000)
+            students.append(page)
+        a, b = students
+
+        # the teacher moves a control: both students' pages take it
+        teacher.get_by_text("Controls", exact=True).click()
+        slider = teacher.locator('[data-testid="stMain"] [data-testid="stSlider"] input').first
+        before = params(teacher)
+        press(teacher, slider)
+        key, value = next((k, v) for k, v in params(teacher).items() if before.get(k) != v)
+        for page in students:
+            wait_param(page, key, value)
+
+        # a student moves it: exploring; the teacher and the other student keep theirs
+        press(a, a.locator(SIDEBAR_SLIDERS).first, "ArrowLeft")
+        a.get_by_text(EXPLORING).wait_for(timeout=10_000)
+        mine = params(a)
+        teacher.wait_for_timeout(1500)  # more than a poll: nothing may travel back
+        assert params(teacher).get(key) == value and params(b).get(key) == value
+
+        # the teacher moves on: b follows, a stays where it explored, then rejoins
+        press(teacher, slider)
+        value = params(teacher)[key]
+        wait_param(b, key, value)
+        assert params(a).get(key) == mine.get(key)
+        a.get_by_role("button", name="Rejoin the class").click()
+        wait_param(a, key, value)
+        a.get_by_text(FOLLOWING).wait_for(timeout=10_000)
+
+        # a question to the class: counted without names, revealed to all by the teacher
+        teacher.get_by_role("tab", name="Fill").click()
+        wait_idle(teacher)
+        for page in students:
+            wait_param(page, "step", "Fill")
+        teacher.get_by_role("button", name="Ask the class").first.click()
+        wait_idle(teacher)
+        for page in students:
+            box = page.locator('[data-testid="stForm"]').first
+            page.get_by_text("Your teacher put this question").wait_for(timeout=15_000)
+            box.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
+            box.get_by_role("button", name="Reveal").click()
+            page.get_by_text("Your answer is in").wait_for(timeout=10_000)
+            assert page.get_by_text("What the class predicted").count() == 0
+        teacher.get_by_text("2 answers so far").wait_for(timeout=10_000)
+        teacher.get_by_role("button", name="Reveal to the class").click()
+        for page in pages:
+            page.locator(".gtitle", has_text="What the class predicted (2 answers)").wait_for(
+                timeout=15_000
+            )
+        for page in pages:
+            assert page.locator('[data-testid="stException"]').count() == 0
+        assert not errors
+    finally:
+        for page in pages:
+            page.context.close()
