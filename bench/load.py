@@ -52,6 +52,9 @@ own threads above the server.
 `--budget` and `--slots` set the server's ATTN_JOB_BUDGET_S and ATTN_HEAVY_JOBS.
 Targets (issue 17): zero errors, probe slider p95 <= 1 s, every press finished or stopped
 with a message, server peak <= 600 MB above idle per heavy job running at once.
+
+`--scenario class`: class mode, one teacher changing a control every `--every` seconds and
+`--sessions` students following (bench/classroom.py has the details).
 """
 
 from __future__ import annotations
@@ -628,11 +631,18 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--think", type=float, nargs=2, default=(2.0, 6.0), metavar=("MIN", "MAX"))
     ap.add_argument("--arrive", type=float, default=30.0, help="seconds over which pages open")
-    ap.add_argument("--scenario", choices=("sliders", "run"), default="sliders")
+    ap.add_argument("--scenario", choices=("sliders", "run", "class"), default="sliders")
     ap.add_argument("--budget", type=float, help="run: the server's per-job budget (s)")
     ap.add_argument("--slots", type=int, help="run: heavy jobs the server runs at once")
     ap.add_argument("--max-wait", type=float, default=1800, help="run: seconds a press may take")
+    ap.add_argument("--idle", type=float, default=20, help="class: seconds nobody moves")
+    ap.add_argument("--every", type=float, default=5, help="class: seconds between changes")
     a = ap.parse_args()
+    if a.scenario == "class":  # one teacher drives, the class follows (bench/classroom.py)
+        from bench import classroom
+
+        classroom.main(a)
+        return
     if a.scenario == "run":
         asyncio.run(_class_run(a))
         return

@@ -168,11 +168,38 @@ def commit() -> None:
         rooms().commit(state["code"], state["token"])
 
 
-def took_wheel() -> None:
-    """Every ui control's on_change: a student who moves one explores on their own."""
+def _echo() -> bool:
+    """Whether this on_change came with a run its control cannot have started.
+
+    A following page polls from a fragment; that poll can leave for the server while the
+    teacher's new values are still on their way to the page, and then it carries the
+    controls' old values, which Streamlit takes for moves. A student's own move starts a
+    full run, or the run of the fragment the control is drawn in; so a change that
+    arrives with the run of some other fragment is that echo. (ThreadState is Streamlit
+    1.67's own record of the fragment a callback's widget belongs to.)"""
+    ctx = get_script_run_ctx()
+    ids = ctx.fragment_ids_this_run if ctx is not None else None
+    if not ids:
+        return False
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+
+        own = ThreadState.get().fragment_id
+    except (ImportError, AttributeError):
+        return False
+    return own not in ids
+
+
+def took_wheel(key: str) -> None:
+    """Every ui control's on_change: a student who moves one explores on their own
+    (`key` names the control; an echo of an old value is not a move, see `_echo`)."""
     state = _state()
-    if state and not state.get("token"):
-        state["following"] = False
+    if not state or state.get("token") or not state.get("following"):
+        return
+    if _echo():
+        state["seen"] = -1  # the poll reruns the page, which takes the room's view again
+        return
+    state["following"] = False
 
 
 def _rejoin() -> None:
@@ -195,8 +222,9 @@ def _end() -> None:
 
 # ---------------------------------------------------------------------------- banners
 @st.fragment(run_every=POLL_S)
-def _following(code: str, seen: int) -> None:
-    if rooms().version(code, _student()) != seen:
+def _following(code: str) -> None:
+    state = _state() or {}
+    if rooms().version(code, _student()) != state.get("seen"):
         st.rerun()  # the teacher changed something (or the class ended): the whole page
     st.info(
         f"**Following the teacher** · class {code}. Move any control to explore on your own.",
@@ -228,7 +256,7 @@ def banner() -> None:
         if not presenting():  # in presenter mode ui.page_header puts it in its top row
             teacher_panel()
     elif state["following"]:
-        _following(state["code"], state["seen"])
+        _following(state["code"])
     else:
         _exploring(state["code"])
 

@@ -171,6 +171,7 @@ def slider(
         help=help,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
     )
     took = lambda r: _float_eq(r, value)  # noqa: E731
     _record(key, raw, value, took, f"a number from {_show(lo)} to {_show(hi)}")
@@ -198,6 +199,7 @@ def select_slider(
         help=help,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
     )
     if expected is None:
         expected = f"one of {fmt(options[0])} … {fmt(options[-1])}"
@@ -257,6 +259,7 @@ def _choice(widget: Callable, key: str, label: str, options, default, fmt, **kw)
         key=key,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
         **kw,
     )
     took = lambda r: r in (fmt(value), str(value))  # noqa: E731
@@ -298,6 +301,7 @@ def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> b
         help=help,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
     )
     _record(key, raw, value, lambda r: r.lower() == str(value).lower(), "true or false")
     return value
@@ -345,6 +349,7 @@ def number(key: str, label: str, lo: int, hi: int, default: int, *, help: str | 
         help=help,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
     )
     expected = f"a whole number from {lo} to {hi}"
     if value is None or not math.isfinite(value) or not lo <= value <= hi or value != int(value):
@@ -371,6 +376,7 @@ def text(
         help=help,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
     )
     value = value if value is not None else default
     said = []
@@ -419,6 +425,7 @@ def multiselect(
         help=help,
         bind="query-params",
         on_change=classroom.took_wheel,
+        args=(key,),
     )
 
     def took(r: str | list[str]) -> bool:  # ?k=a,b and ?k=a&k=b both name a list
@@ -438,7 +445,7 @@ def tabs(key: str, labels: Sequence[str]) -> list:
     labels = list(labels)
     raw = _raw(key)
     box = st.container()  # the link's note, if any, goes above the tabs
-    out = st.tabs(labels, key=key, bind="query-params", on_change=classroom.took_wheel)
+    out = st.tabs(labels, key=key, bind="query-params", on_change=classroom.took_wheel, args=(key,))
     try:
         value = st.session_state[key]
     except KeyError:
@@ -499,7 +506,7 @@ def open_step() -> tuple[str, tuple[str, ...], str] | None:
 def go_to_step(key: str, label: str) -> None:
     """A button callback: open step `label` of the steps() bound to `key`."""
     st.session_state[key] = label
-    classroom.took_wheel()
+    classroom.took_wheel(key)
 
 
 def note(message: str) -> None:

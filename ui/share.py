@@ -50,7 +50,8 @@ PRESENT_CSS = """
   [data-testid="stRadio"] [role="radiogroup"] p, button[data-baseweb="tab"] p,
   [role="tab"], [role="tab"] p, [data-testid^="stBaseButton"] p,
   [data-testid="stPageLink"] p, [data-testid="stPageLink-NavLink"] p,
-  [data-testid="stExpander"] summary p { font-size: 1.35rem !important; }
+  [data-testid="stExpander"] summary p, [data-testid="stPopover"] button p,
+  [data-testid="stAlert"] p { font-size: 1.35rem !important; }
 </style>
 """
 
