@@ -406,14 +406,14 @@ def measured_answer() -> dict:
 
 def answer_text(figs: dict) -> str:
     (s, u), (fs_, fu) = figs["default"], figs["failure"]
-    left = _step(fu["left_chance"], fu["steps"]) if fu["left_chance"] is not None else None
+    at = fu["first_99"]
+    fu_99 = W("answer.fu_99.at", at=_step(at, fu["steps"])) if at else W("answer.fu_99.never")
     return W(
         "answer", u_acc=u["tail_accuracy"], s_acc=s["tail_accuracy"], u_loss=u["tail_loss"],
         s_loss=s["tail_loss"], d_k=FAILURE["d_k"], std=FAILURE["init_std"],
         sat_start=fu["saturated_start"], sat=SATURATED,
-        fs_left=_step(fs_["left_chance"], fs_["steps"]), fs_99=_step(fs_["first_99"], fs_["steps"]),
-        fu_left=left or W("answer.the_end"), fu_acc=fu["tail_accuracy"], fu_steps=fu["steps"],
-        fu_loss=fu["tail_loss"], fs_loss=fs_["tail_loss"],
+        fs_99=_step(fs_["first_99"], fs_["steps"]), fu_99=fu_99, fu_acc=fu["tail_accuracy"],
+        fu_steps=fu["steps"], fu_loss=fu["tail_loss"], fs_loss=fs_["tail_loss"],
     )  # fmt: skip
 
 
@@ -428,15 +428,15 @@ def answer(refs: dict) -> None:
             here.append(name)
         else:
             figs[name] = (shipped[name]["scaled"], shipped[name]["unscaled"])
-    box, button = st.columns([5, 1.3], vertical_alignment="center")
+    box, side = st.columns([5, 1.4], vertical_alignment="center")
     box.info(answer_text(figs), icon=":material/fact_check:")
-    button.button(
+    side.button(
         "Show the failure", on_click=show_failure, icon=":material/warning:", key="failure",
         help=f"Sets d_k = {FAILURE['d_k']} and initial std {FAILURE['init_std']:g}, the rest at "
         "the defaults (the link follows); then press Run both.",
     )  # fmt: skip
     where = {(): "none", ("default",): "default", ("failure",): "failure"}.get(tuple(here), "both")
-    box.caption(W(f"answer.where.{where}", **({"torch": shipped["torch"]} if not here else {})))
+    side.caption(W(f"answer.where.{where}", **({"torch": shipped["torch"]} if not here else {})))
 
 
 def two_key_text(s: Settings, a0, b0) -> str:

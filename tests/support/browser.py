@@ -245,11 +245,14 @@ def reveal_held_back(page) -> int:
         box = boxes.nth(i)
         if not box.get_by_role("button", name="Reveal").count():
             continue
-        radios = box.locator('[data-testid="stRadio"] [role="radiogroup"] label')
+        # A choice (radio) or a number; wait until the form has drawn its input, then pick
+        # by the input's own type (a radio's label may still be drawing when we look).
+        box.locator("input").first.wait_for(state="attached", timeout=30_000)
+        radios = box.locator('input[type="radio"]')
         if radios.count():
-            radios.first.click()
+            radios.first.check(force=True)
         else:
-            box.locator("input").first.fill("0")
+            box.locator('input:not([type="radio"]):not([type="checkbox"])').first.fill("0")
         box.get_by_role("button", name="Reveal").click()
         wait_idle(page)
         n += 1

@@ -2,7 +2,8 @@
 
 bench/training_answer.py wrote the file; here both reference settings train again on the
 CPU, the file must agree with them, and the two claims the page builds on it must hold:
-at the defaults the unscaled model learns, at the failure setting it falls far behind.
+at the defaults the unscaled model learns, at the failure setting it never gets a batch 99 %
+right while the scaled one does.
 """
 
 import json
@@ -50,5 +51,6 @@ def test_the_claims_the_page_makes_hold(fresh):
     assert u.tail_loss() > s.tail_loss()  # "its loss stays higher"
     assert fu.saturated[0] > 0.9  # "…% of its rows start above SATURATED"
     assert fs_.tail_accuracy() >= 0.99 and fu.tail_accuracy() < 0.75  # "answers only …"
-    left = fu.summary()["left_chance"]
-    assert left is not None and left > fs_.summary()["left_chance"] + 50  # later than scaled
+    assert fs_.summary()["first_99"] is not None  # "answers 99 % of a batch right at …"
+    assert fu.summary()["first_99"] is None  # "never answers a batch 99 % right"
+    assert fu.tail_loss() > 10 * fs_.tail_loss()  # "(loss … against …)": far apart

@@ -171,10 +171,11 @@ def test_the_answer_comes_first_with_measured_figures_and_one_click_shows_the_fa
     at = run_page(PAGE)
     box = next(i.value for i in at.info if "Measured: not at the defaults" in i.value)
     u, fu = shipped["default"]["unscaled"], shipped["failure"]["unscaled"]
-    assert f"learns: {u['tail_accuracy']:.0%} of its last 50 batches right" in box
+    assert f"learns ({u['tail_accuracy']:.0%} of its last 50 batches right" in box
+    assert "the unscaled run never answers a batch 99% right" in box
     assert f"ends at {fu['tail_accuracy']:.0%} right after {fu['steps']} steps" in box
     assert f"{fu['saturated_start']:.0%} of the unscaled rows above 0.99" in box
-    assert any("measured on a CPU when this app was built" in c.value for c in at.caption)
+    assert any("Measured on a CPU when this app was built" in c.value for c in at.caption)
     at.button(key="failure").click().run()
     no_exception(at)
     assert at.select_slider(key="d_k").value == FAILURE["d_k"]
