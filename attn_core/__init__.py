@@ -177,9 +177,18 @@ from .lessons.multi_head import (
     run_heads,
     seeded_mha,
     sentence_tokens,
-    sinusoidal_positions,
     tired_cat_one_head,
     tired_cat_two_heads,
+)
+
+# /positions: where order enters the scores
+from .lessons.positions import (
+    ROPE_BASE,
+    alibi_bias,
+    alibi_slopes,
+    rope,
+    rope_frequencies,
+    sinusoidal_positions,
 )
 
 # /scaling: variance, saturation, gradients
@@ -293,6 +302,7 @@ __all__ = [
     "MAX_EXAMPLES",
     "MAX_SENTENCE_TOKENS",
     "OPTIMIZERS",
+    "ROPE_BASE",
     "SATURATION",
     "SCORINGS",
     "SOFTMAX_EXAMPLES",
@@ -353,6 +363,8 @@ __all__ = [
     "additive_T_cap",
     "additive_intermediate_bytes",
     "additive_scores",
+    "alibi_bias",
+    "alibi_slopes",
     "apply_fill",
     "attention",
     "attention_macs",
@@ -449,6 +461,8 @@ __all__ = [
     "replace_fill_error",
     "reshape_walkthrough",
     "retrieval_batch",
+    "rope",
+    "rope_frequencies",
     "row_jacobian",
     "run_heads",
     "run_model",

@@ -70,12 +70,15 @@ def attention(
     temperature: float = 1.0,
     dropout_p: float = 0.0,
     training: bool = False,
+    bias: torch.Tensor | None = None,
 ) -> AttentionResult:
     """Explicit scaled dot-product attention returning every intermediate.
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v). `mask` broadcasts to
     (..., T_q, T_k): bool means True = may attend, a float mask is added to the
     logits. A query whose keys are all masked gets zero weights and zero output.
+    `bias` (broadcasting to (..., T_q, T_k), e.g. ALiBi's distance penalty) is added to
+    the scaled scores before the temperature divides them: logits = (s·QKᵀ + bias) / τ.
     """
     _check_qkv(q, k, v)
     if temperature <= 0 or not math.isfinite(temperature):
@@ -87,6 +90,15 @@ def attention(
 
     raw = q @ k.transpose(-2, -1)  # (..., T_q, T_k)
     scores = raw * s  # one multiply for scale and temperature together
+    if bias is not None:
+        try:
+            torch.broadcast_shapes(bias.shape, scores.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"bias of shape {tuple(bias.shape)} does not broadcast to the scores "
+                f"{tuple(scores.shape)}"
+            ) from None
+        scores = scores + bias.to(scores.dtype) / temperature  # (..., T_q, T_k)
     empty = None  # (..., T_q, 1) True where a row has no key left to attend to
     if mask is not None:
         _check_mask(mask, scores.shape)

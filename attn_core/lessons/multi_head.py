@@ -22,6 +22,7 @@ from ..attention import attention
 from ..cost import kv_cache_bytes
 from ..multihead import MultiHeadAttention, valid_head_counts
 from ..softmax import entropy
+from .positions import sinusoidal_positions
 
 MAX_SENTENCE_TOKENS = 64
 # A word, or a run of symbols (punctuation, emoji) between spaces.
@@ -77,17 +78,6 @@ def _word_seed(word: str) -> int:
     # in every process and on every machine (hash() is salted per process).
     digest = hashlib.blake2b(word.lower().encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
-
-
-def sinusoidal_positions(T: int, d_model: int) -> torch.Tensor:
-    """The original transformer's position code: sines and cosines at geometric frequencies."""
-    pos = torch.arange(T, dtype=torch.float64).unsqueeze(1)  # (T, 1)
-    i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
-    angle = pos / (10000.0 ** (i / d_model))  # (T, ceil(d/2))
-    pe = torch.zeros(T, d_model, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
-    return pe  # (T, d_model)
 
 
 def embed_words_fixed(words: list[str], d_model: int) -> torch.Tensor:
