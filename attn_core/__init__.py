@@ -184,11 +184,13 @@ from .lessons.multi_head import (
 # /positions: where order enters the scores
 from .lessons.positions import (
     ROPE_BASE,
+    CopyTask,
     alibi_bias,
     alibi_slopes,
     rope,
     rope_frequencies,
     sinusoidal_positions,
+    train_copy,
 )
 
 # /scaling: variance, saturation, gradients
@@ -317,6 +319,7 @@ __all__ = [
     "BroadcastResult",
     "CausalCost",
     "Contributions",
+    "CopyTask",
     "DropoutStats",
     "ExampleError",
     "ExpLimits",
@@ -496,6 +499,7 @@ __all__ = [
     "tired_cat_two_heads",
     "toggle_cell",
     "trace_state",
+    "train_copy",
     "train_induction",
     "train_pair",
     "train_retrieval",

@@ -81,6 +81,16 @@ LESSONS: list[Lesson] = [
         "How do masks work, and how does a wrong shape fail silently?",
         steps=("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost"),
     ),
+    # After /masks: its first step builds on the causal mask (a mask alone already breaks
+    # the symmetry), and RoPE and ALiBi are one more thing done to the scores before softmax.
+    Lesson(
+        "positions",
+        "Where is position?",
+        ":material/format_list_numbered:",
+        "pages/positions.py",
+        "Attention cannot see word order — so where does position enter the scores?",
+        steps=("Order", "Added", "RoPE", "ALiBi", "Longer", "In a model"),
+    ),
     Lesson(
         "training",
         "Training lab",

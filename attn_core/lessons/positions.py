@@ -17,8 +17,11 @@ with the dimensions listed in another order).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
+
+from ..attention import attention
 
 ROPE_BASE = 10_000.0  # RoFormer's and Llama's base θ
 SINUSOID_BASE = 10_000.0  # "Attention is all you need"
@@ -106,3 +109,239 @@ def alibi_bias(T_q: int, T_k: int, h: int) -> torch.Tensor:
     n = torch.arange(T_k, dtype=torch.float64).unsqueeze(0)  # (1, T_k)
     dist = (m - n).abs()  # (T_q, T_k)
     return -alibi_slopes(h).view(h, 1, 1) * dist  # (h, T_q, T_k)
+
+
+# ----------------------------------------------------------------------------- the page's lab
+KINDS = ("none", "learned", "sinusoidal", "rope", "alibi")  # where position enters
+SCORE_KINDS = ("none", "learned", "sinusoidal", "rope")  # the repeated-token score maps
+
+
+def _projections(d: int, seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Three seeded random (d, d) projections W_q, W_k, W_v with entries N(0, 1/d)."""
+    g = torch.Generator().manual_seed(seed)
+    return tuple(
+        torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(3)
+    )
+
+
+def learned_positions(T: int, d: int, seed: int = 0) -> torch.Tensor:
+    """(T, d) float64: a learned table as it starts, N(0, 1) per entry (seeded)."""
+    g = torch.Generator().manual_seed(10_000 + seed)
+    return torch.randn(T, d, generator=g, dtype=torch.float64)
+
+
+def _attend(x: torch.Tensor, kind: str, causal: bool, seed: int, base: float) -> torch.Tensor:
+    """One head of attention over x (T, d) with position entering as `kind`: (T, d) output,
+    in x's dtype."""
+    T, d = x.shape
+    wq, wk, wv = (w.to(x.dtype) for w in _projections(d, seed))
+    if kind == "learned":
+        x = x + learned_positions(T, d, seed).to(x.dtype)
+    elif kind == "sinusoidal":
+        x = x + sinusoidal_positions(T, d).to(x.dtype)
+    q, k, v = x @ wq, x @ wk, x @ wv  # (T, d) each
+    bias = None
+    if kind == "rope":
+        pos = torch.arange(T)
+        q, k = rope(q, pos, base), rope(k, pos, base)
+    elif kind == "alibi":
+        bias = alibi_bias(T, T, 8)[0].to(x.dtype)  # (T, T) the steepest of 8 heads: slope 1/2
+    keep = torch.ones(T, T, dtype=torch.bool).tril() if causal else None
+    return attention(q, k, v, keep, bias=bias).output
+
+
+def shuffle_error(
+    T: int, d: int, kind: str = "none", *, causal: bool = False, seed: int = 0,
+    base: float = ROPE_BASE, dtype: torch.dtype = torch.float32,
+) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Shuffle the tokens, attend, and undo the shuffle: how far each token's output moved.
+
+    Returns (perm, move): perm (T,) the shuffle (row i of the shuffled input is token
+    perm[i]); move (T,) float64, max |output of token t shuffled − output of token t|.
+    Without positions or a mask the move is float rounding only (~1e-7 in float32).
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(T, d, generator=g, dtype=torch.float64).to(dtype)  # (T, d) the tokens
+    perm = torch.randperm(T, generator=g)
+    if T > 1 and torch.equal(perm, torch.arange(T)):
+        perm = perm.roll(1)  # a shuffle that moves something
+    out = _attend(x, kind, causal, seed, base)  # (T, d)
+    out_p = _attend(x[perm], kind, causal, seed, base)  # row i: token perm[i]
+    move = torch.empty(T, dtype=torch.float64)
+    move[perm] = (out_p - out[perm]).abs().amax(dim=-1).double()  # indexed by the token
+    return perm, move
+
+
+def repeated_token_scores(T: int, d: int, kind: str, *, seed: int = 0,
+                          base: float = ROPE_BASE) -> torch.Tensor:  # fmt: skip
+    """(T, T) float64 scaled scores q_m·k_n/√d when one token sits at every position, so
+    only position can tell the rows apart."""
+    if kind not in SCORE_KINDS:
+        raise ValueError(f"kind must be one of {SCORE_KINDS}; got {kind!r}")
+    g = torch.Generator().manual_seed(seed)
+    e = torch.randn(1, d, generator=g, dtype=torch.float64).expand(T, d)  # (T, d) one token
+    x = e.clone()
+    if kind == "learned":
+        x = x + learned_positions(T, d, seed)
+    elif kind == "sinusoidal":
+        x = x + sinusoidal_positions(T, d)
+    wq, wk, _ = _projections(d, seed)
+    q, k = x @ wq, x @ wk  # (T, d)
+    if kind == "rope":
+        pos = torch.arange(T)
+        q, k = rope(q, pos, base), rope(k, pos, base)
+    return q @ k.T / math.sqrt(d)  # (T, T)
+
+
+def toeplitz_deviation(s: torch.Tensor) -> float:
+    """max |s[m, n] − mean of its diagonal (n − m fixed)|: 0 when s depends on m − n only."""
+    T = s.shape[-1]
+    worst = 0.0
+    for off in range(-(T - 1), T):
+        diag = torch.diagonal(s, off)
+        worst = max(worst, float((diag - diag.mean()).abs().max()))
+    return worst
+
+
+def rope_expected_score(offsets: torch.Tensor, d: int, base: float = ROPE_BASE) -> torch.Tensor:
+    """(len(offsets),) float64: E[q·R_Δ k] / E[q·k] for k = q with independent coordinates,
+    = (2/d) Σ_i cos(Δ ω_i): how much of a perfect match's score survives at offset Δ."""
+    w = rope_frequencies(d, base)  # (d/2,)
+    return torch.cos(offsets.to(torch.float64).unsqueeze(-1) * w).mean(dim=-1)
+
+
+def alibi_reach(h: int, T: int, share: float = 0.9) -> tuple[torch.Tensor, list[int]]:
+    """The last query's weights over the keys at distance 0…T−1 when every content score is
+    equal, so ALiBi alone decides: (h, T) float64, and per head the distance within which
+    `share` of the weight falls (its attention span)."""
+    bias = alibi_bias(1, T, h)[:, 0].flip(-1)  # (h, T): column δ is the key δ back
+    w = torch.softmax(bias, dim=-1)
+    spans = [int((w[i].cumsum(0) < share).sum()) for i in range(h)]
+    return w, spans
+
+
+# ----------------------------------------------------------------------------- beyond the length
+@dataclass(frozen=True)
+class CopyTask:
+    """Copy the token `offset` back: at position t ≥ offset the answer is token t − offset.
+    Only relative position tells the model which key to read."""
+
+    offset: int = 3
+    vocab: int = 16
+    T_train: int = 16
+    d: int = 32
+    h: int = 2
+    steps: int = 500
+    batch: int = 64
+    lr: float = 1e-2
+    seed: int = 0
+    lengths: tuple[int, ...] = (16, 32, 64)  # evaluated: the training length, 2× and 4×
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / self.vocab
+
+
+class PositionModel(torch.nn.Module):
+    """Embedding, one causal multi-head attention layer with position entering as `kind`,
+    and a read-out. A learned table has a row for every length evaluated; the rows past
+    the training length are never trained (as in a model asked to read past its table)."""
+
+    def __init__(self, kind: str, task: CopyTask):
+        super().__init__()
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+        d, self.kind, self.h, self.base = task.d, kind, task.h, ROPE_BASE
+        self.embed = torch.nn.Embedding(task.vocab, d)
+        self.table = torch.nn.Parameter(torch.randn(max(task.lengths), d) * 0.5)
+        self.qkv = torch.nn.Linear(d, 3 * d)  # with biases: a content-free part of q and k
+        self.read = torch.nn.Linear(d, task.vocab)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        B, T = ids.shape
+        x = self.embed(ids)  # (B, T, d)
+        if self.kind == "learned":
+            x = x + self.table[:T]
+        elif self.kind == "sinusoidal":
+            x = x + sinusoidal_positions(T, x.shape[-1]).to(x.dtype)
+        q, k, v = self.qkv(x).split(x.shape[-1], dim=-1)  # (B, T, d) each
+        q, k, v = (t.view(B, T, self.h, -1).transpose(1, 2) for t in (q, k, v))  # (B, h, T, d_k)
+        bias = None
+        if self.kind == "rope":
+            pos = torch.arange(T, device=ids.device)
+            q, k = rope(q, pos, self.base), rope(k, pos, self.base)
+        elif self.kind == "alibi":
+            bias = alibi_bias(T, T, self.h).to(x.dtype)  # (h, T, T)
+        keep = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
+        o = attention(q, k, v, keep, bias=bias).output  # (B, h, T, d_k)
+        return self.read(o.transpose(1, 2).reshape(B, T, -1))  # (B, T, vocab)
+
+
+def copy_batch(task: CopyTask, T: int, g: torch.Generator) -> torch.Tensor:
+    return torch.randint(task.vocab, (task.batch, T), generator=g)  # (B, T)
+
+
+def copy_accuracy(model: PositionModel, task: CopyTask, T: int, n: int = 8) -> float:
+    """Share of the answerable positions (t ≥ offset) right, over n fresh batches of length T."""
+    g = torch.Generator().manual_seed(99_000 + T)
+    right = total = 0
+    with torch.no_grad():
+        for _ in range(n):
+            ids = copy_batch(task, T, g)
+            guess = model(ids)[:, task.offset :].argmax(-1)
+            right += int((guess == ids[:, : T - task.offset]).sum())
+            total += guess.numel()
+    return right / total
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    kind: str
+    accuracy: dict[int, float]  # length -> share right
+    final_loss: float
+
+
+def train_copy(kind: str, task: CopyTask = CopyTask()) -> Extrapolation:
+    """Train one model on the copy task at task.T_train, then measure it at every length."""
+    torch.manual_seed(task.seed)
+    model = PositionModel(kind, task)
+    opt = torch.optim.Adam(model.parameters(), lr=task.lr)
+    g = torch.Generator().manual_seed(task.seed)
+    loss = torch.tensor(float("nan"))
+    for _ in range(task.steps):
+        ids = copy_batch(task, task.T_train, g)
+        logits = model(ids)[:, task.offset :]  # (B, T − offset, vocab)
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, task.vocab), ids[:, : task.T_train - task.offset].reshape(-1)
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    acc = {T: copy_accuracy(model, task, T) for T in task.lengths}
+    return Extrapolation(kind, acc, float(loss.detach()))
+
+
+# ----------------------------------------------------------------------------- a real model
+def model_positions(P: int = 128) -> tuple[str, torch.Tensor]:
+    """all-MiniLM-L6-v2's first P learned position vectors (P, 384) float32, read from its
+    hash-checked package file (no model code runs), with the model's name."""
+    from safetensors import safe_open
+
+    from .model import MINILM, check_files, shipped_folder
+
+    folder = shipped_folder()
+    check_files(folder)
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        table = f.get_tensor("embeddings.position_embeddings.weight")  # (512, 384)
+    return MINILM, table[:P].float()
+
+
+def cosine_matrix(x: torch.Tensor) -> torch.Tensor:
+    """(P, P) cosine similarity between the rows of x."""
+    u = torch.nn.functional.normalize(x.double(), dim=-1)
+    return u @ u.T
+
+
+def train_all(task: CopyTask = CopyTask()) -> dict[str, Extrapolation]:
+    """The extrapolation table: one trained model per way of giving position, in KINDS order."""
+    return {kind: train_copy(kind, task) for kind in KINDS}
