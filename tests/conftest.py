@@ -4,6 +4,11 @@ Both are session-scoped: every browser test of a run shares one Chromium process
 server (each test opens its own browser context, so pages share no tabs or cookies).
 When Chromium is missing, the tests that ask for it are skipped — unless REQUIRE_BROWSER is
 set (as .ci/run does), in which case they fail: CI must never pass by skipping them.
+
+Under pytest-xdist (`-n 2 --dist loadgroup`, the README's test command) every test that
+drives the browser joins one group, so they all run on one worker with one server and one
+Chromium, while the other worker takes the AppTest and compute tests; each worker keeps
+torch to one thread, so two workers fill two cores instead of four threads fighting.
 """
 
 from __future__ import annotations
@@ -14,6 +19,18 @@ from pathlib import Path
 import pytest
 
 from tests.support.browser import CHROMIUM, chromium, streamlit_server
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every browser test in one xdist group (one server, one Chromium, one worker)."""
+    for item in items:
+        if item.get_closest_marker("browser") or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 def require_chromium() -> None:
