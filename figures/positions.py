@@ -68,6 +68,7 @@ def code_heatmap(pe: np.ndarray) -> Chart:
         y_title="position", diverging=True, zmin=-1, zmax=1, colorbar_title="value",
         show_values=False, height=380,
     )  # fmt: skip
+    fig.update_traces(xgap=0, ygap=0)
     last = float(np.abs(pe[:, -1] - pe[0, -1]).max())  # the slowest column's whole change
     caption = (
         "Each pair of columns is a sine and a cosine at its own frequency: the first pair "
@@ -291,11 +292,19 @@ def model_positions_chart(sim: np.ndarray, name: str) -> Chart:
         x_title="position", y_title="position", diverging=True, zmin=-1, zmax=1,
         colorbar_title="cosine", show_values=False, height=440,
     )  # fmt: skip
-    near = float(np.mean(np.diagonal(sim, 1)))
-    far = float(np.mean(np.diagonal(sim, P // 2)))
+    fig.update_traces(xgap=0, ygap=0)  # 128 × 128 cells: gaps would hatch the picture
+    by_offset = np.array([np.mean(np.diagonal(sim, k)) for k in range(P // 2 + 1)])
+    low = 1 + int(np.argmin(by_offset[1 : P // 4 + 1]))  # the least similar distance to P/4
+    high = low + int(np.argmax(by_offset[low:]))  # the most similar one beyond it, to P/2
+    shape = (
+        f"It is not a steady fall: the average drops to {by_offset[low]:.2f} at distance {low} "
+        f"and climbs back to {by_offset[high]:.2f} at distance {high}, the stripes parallel "
+        "to the diagonal — as a sum of waves would give."
+        if by_offset[high] > by_offset[low] + 0.1
+        else "It does not climb back at larger distances."
+    )
     caption = (
-        f"Learned in training, yet ordered: neighbouring positions have cosine {near:.2f} on "
-        f"average, positions {P // 2} apart {far:.2f}. The band along the diagonal is what "
-        "the model learned about nearness."
+        f"Learned in training, yet ordered: neighbouring positions have cosine "
+        f"{by_offset[1]:.2f} on average, positions {P // 2} apart {by_offset[P // 2]:.2f}. " + shape
     )
     return Chart(fig, caption)

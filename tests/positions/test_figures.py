@@ -83,3 +83,13 @@ def test_alibi_and_extrapolation_and_model_charts():
     assert len(titled(ex).data) == 2 and "6.2%" in ex.caption
     sim = core.cosine_matrix(torch.randn(12, 5)).numpy()
     titled(fp.model_positions_chart(sim, "m"))
+
+
+def test_the_real_models_position_map_caption_matches_its_numbers():
+    name, table = core.model_positions(128)
+    sim = core.cosine_matrix(table).numpy()
+    chart = fp.model_positions_chart(sim, name)
+    near = np.mean(np.diagonal(sim, 1))
+    assert f"cosine {near:.2f} on average" in chart.caption and near > 0.5
+    assert "climbs back" in chart.caption  # MiniLM's learned table is wave-like
+    assert chart.fig.data[0].xgap == 0
