@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.apptest import page_steps
-from tests.support.browser import open_page, reveal_held_back
+from tests.support.browser import open_page, reveal_held_back, wait_idle
 from ui.lesson import available
 from ui.share import PROJECTOR_MIN_PX
 
@@ -34,6 +34,10 @@ def _first_top(page) -> float | None:
         page.wait_for_selector(f"{CHART}, {FORM}", timeout=5_000, state="attached")
     except Exception:  # playwright's TimeoutError
         return None
+    # Measure the finished run: while it runs, a step's transient boxes (a model loading,
+    # a job's place in line) can sit above the chart and push it down (seen once on /heads
+    # on a busy machine).
+    wait_idle(page)
     page.wait_for_timeout(300)
     tops = [t for t in page.evaluate(_FIRST_JS) if t is not None]
     return min(tops) if tops else None
