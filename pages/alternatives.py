@@ -45,7 +45,7 @@ def _key(*parts) -> str:
 # so a plain rerun neither computes nor builds a figure.
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@ui.cache_resource(max_entries=32, show_spinner=False)
 def scoring_view(s: Settings):
     """The five scorings of one set of tokens: their grids and the numbers the step reports."""
     c = core.compare_scorings(core.scoring_setup(len(LABELS), seed=s.seed), s.tau)
@@ -59,7 +59,7 @@ def scoring_view(s: Settings):
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@ui.cache_resource(max_entries=32, show_spinner=False)
 def cosine_view(s: Settings):
     """Cosine's temperature curve for the same tokens, and the loud-key example."""
     setup = core.scoring_setup(len(LABELS), seed=s.seed)
@@ -123,7 +123,7 @@ def _gave_up(button_key: str, e: Exception) -> None:
     st.warning(str(e), icon=":material/hourglass_disabled:")
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@ui.cache_resource(max_entries=32, show_spinner=False)
 def smoother_view(bandwidth: float):
     d = core.kernel_smoother_demo(bandwidth)
     return (
@@ -135,7 +135,7 @@ def smoother_view(bandwidth: float):
     )
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
+@ui.cache_resource(max_entries=32, show_spinner=False)
 def contribution_view(value_scale: float):
     c = core.weights_vs_contributions(value_scale)
     columns = {
@@ -255,7 +255,7 @@ def timing_T(*, cap_note: bool) -> tuple[int, ...]:
     return tuple(2**i for i in range(7, int(math.log2(T)) + 1))  # 128 … T
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def memory_view(Ts: tuple[int, ...]):
     nbytes = [core.additive_intermediate_bytes(t, t, core.SPEED_D) for t in Ts]
     return fa.memory_chart(Ts, nbytes, core.ADDITIVE_BUDGET_BYTES)
@@ -305,7 +305,7 @@ def score_speed_view(t: Timing):
     return rows, score_speed_chart(tuple(rows)) if len(rows) >= 2 else None, cut
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def score_speed_chart(rows: tuple):
     return fa.speed_chart(*zip(*rows, strict=True))
 
@@ -382,7 +382,7 @@ def attn_speed_view(t: Timing):
     return rows, attn_speed_chart(tuple(rows)) if len(rows) >= 2 else None, cut
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def attn_speed_chart(rows: tuple):
     T_, soft, lin = zip(*rows, strict=True)
     exps = (core.growth_exponent(T_, soft), core.growth_exponent(T_, lin))

@@ -78,13 +78,13 @@ class SweepJob:
 
 # Charts are cached as resources (shared, only ever read) keyed by the controls they use:
 # a rerun whose values they do not depend on builds nothing.
-charts = st.cache_resource(max_entries=64, show_spinner=False)
+charts = ui.cache_resource(max_entries=64, show_spinner=False)
 flops_chart = charts(fig.flops_chart)
 probs_memory_chart = charts(fig.probs_memory_chart)
 kv_cache_chart = charts(fig.kv_cache_chart)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def walk_trace(w: Walk):
     """Scores, exact output and tiled trace for the walkthrough (T <= 64: the CPU is fastest)."""
     q, k, v = random_qkv(w.T, WALK_D_K, d_v=WALK_D_V, seed=3)
@@ -106,7 +106,7 @@ def walk_trace(w: Walk):
     )
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
+@ui.cache_data(max_entries=256, show_spinner=False)
 def walk_state(w: Walk, step: int) -> dict:
     s = trace_state(walk_trace(w)["steps"], step, w.T)
     cur = s.current
@@ -125,7 +125,7 @@ def walk_chart(w: Walk, step: int, stats: bool):
     )  # fmt: skip
 
 
-@st.cache_data(max_entries=96, show_spinner=False)
+@ui.cache_data(max_entries=96, show_spinner=False)
 def measured(probe: Probe, method: str, T: int) -> dict:
     point = ui.jobs.call(  # in a worker process (ui.jobs.call), like every heavy job
         core.measure_point, method, T, heads=probe.heads, d_k=probe.d_k, dtype=probe.dtype,
@@ -134,7 +134,7 @@ def measured(probe: Probe, method: str, T: int) -> dict:
     return dataclasses.asdict(point)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@ui.cache_data(max_entries=8, show_spinner=False)
 def backend(probe: Probe) -> str:
     return core.sdpa_backend(*core.qkv(1, probe.heads, 256, probe.d_k, probe.dtype, probe.device))
 

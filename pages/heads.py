@@ -52,7 +52,7 @@ class Settings:
     ablate: tuple[str, ...]  # the heads switched off, sorted
 
 
-@st.cache_resource(max_entries=1, show_spinner="Loading the trained model…")
+@ui.cache_resource(max_entries=1, show_spinner="Loading the trained model…")
 def shipped() -> Shipped:
     """The shipped model, loaded once per server, with its scores and ablations."""
     model, run = core.load_pretrained(device=ui.device())
@@ -66,7 +66,7 @@ def shipped() -> Shipped:
     return Shipped(model, run, batch, full, single, jobs)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def seeded_sequence(seed: int) -> tuple[list[int], int]:
     tokens, period = core.repeated_sequences(
         1, shipped().model.config, generator=torch.Generator().manual_seed(seed)
@@ -74,7 +74,7 @@ def seeded_sequence(seed: int) -> tuple[list[int], int]:
     return tokens[0].tolist(), int(period[0])
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def analyse(ids: tuple[int, ...]) -> dict:
     """Everything the page draws about one sequence with every head on (numpy, plain Python)."""
     model = shipped().model
@@ -99,7 +99,7 @@ def analyse(ids: tuple[int, ...]) -> dict:
     )
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def ablated_positions(ids: tuple[int, ...], ablate: tuple[str, ...]):
     """Per-position loss of this sequence with the `ablate` heads switched off: (T-1,)."""
     model, tokens = shipped().model, torch.tensor(ids)
@@ -108,13 +108,13 @@ def ablated_positions(ids: tuple[int, ...], ablate: tuple[str, ...]):
     return core.per_position_loss(off, tokens)[0].float().cpu().numpy()
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def ablated_batch_loss(ablate: tuple[str, ...]) -> float:
     sh = shipped()
     return core.evaluate(sh.model, sh.batch, core.ablation_mask(sh.model.config, ablate))[0]
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def single_head_losses(ids: tuple[int, ...]) -> list[float]:
     """This sequence's repeated-token loss with each head switched off in turn (layer-major)."""
     model = shipped().model
@@ -131,7 +131,7 @@ def instance(ids, *more) -> str:
 # a seed press builds only the open step's charts; an unchanged chart reaches the browser
 # with the same spec and is not redrawn there. Few entries: a figure is thousands of small
 # Python objects, which Streamlit's full garbage collection after every rerun walks through.
-charts = st.cache_resource(max_entries=4, show_spinner=False)
+charts = ui.cache_resource(max_entries=4, show_spinner=False)
 
 
 @charts
@@ -180,7 +180,7 @@ def scatter_chart(ids: tuple[int, ...]):
     return fig.contribution_scatter(a["weights"], a["contribution"], shipped().names)
 
 
-@st.cache_resource(max_entries=LIVE_SEEDS + 1, show_spinner=False)
+@ui.cache_resource(max_entries=LIVE_SEEDS + 1, show_spinner=False)
 def run_view(which: str, _run, title: str):
     """A run's training curves and the jobs its heads ended with, worked out once per run
     (`which` names the run: "shipped", or a live run's seed, steps and time; the jobs come
@@ -188,7 +188,7 @@ def run_view(which: str, _run, title: str):
     return fig.run_curves(_run, title), core.named_jobs(_run.last_scores().jobs())
 
 
-@st.cache_resource(max_entries=1)
+@ui.cache_resource(max_entries=1)
 def live_runs() -> tuple[OrderedDict, Lock]:
     return OrderedDict(), Lock()  # seed -> InductionRun, bounded to LIVE_SEEDS
 

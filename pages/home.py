@@ -26,7 +26,7 @@ class Settings:
     seed: int
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def demo_weights(s: Settings):
     """One sentence's attention weights for random unit-variance q and k.
 
@@ -41,7 +41,7 @@ def demo_weights(s: Settings):
     return w.numpy(), float(top.median()), float(r.scores.float().std()), int((top > ONE_HOT).sum())
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def try_numbers(seed: int) -> dict:
     """What the "Try this" box promises, measured at this seed with the demo's own function."""
     off = demo_weights(Settings(TRY_D_K, False, seed))

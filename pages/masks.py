@@ -117,7 +117,7 @@ def cell_notes(p: core.ParsedCells, T: int) -> list[str]:
     ]
 
 
-@st.cache_data(max_entries=48, show_spinner=False)
+@ui.cache_data(max_entries=48, show_spinner=False)
 def main_view(v: View) -> dict:
     """Mask, filled logits, plain and safe weights of one batch element, as numpy."""
     keep = v.spec.build(device=ui.device())  # (B, T, T)
@@ -143,7 +143,7 @@ def main_view(v: View) -> dict:
     )
 
 
-@st.cache_data(max_entries=24, show_spinner=False)
+@ui.cache_data(max_entries=24, show_spinner=False)
 def outcomes(spec: MaskSpec, logit_size: float) -> list:
     keep = spec.build()
     q, k, v = core.demo_qkv(keep.shape[0], spec.T, spec.T)
@@ -152,7 +152,7 @@ def outcomes(spec: MaskSpec, logit_size: float) -> list:
 
 # Building a plotly figure costs ~30 ms; these caches hand back the same read-only Chart
 # objects (cache_resource: no pickling), bounded, keyed only by the controls they use.
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def mask_chart(spec: MaskSpec, example: int):
     keep = spec.build()  # (B, T, T)
     keep = keep[min(example, keep.shape[0] - 1)].numpy()
@@ -165,13 +165,13 @@ def mask_chart(spec: MaskSpec, example: int):
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def logits_chart(v: View):
     m = main_view(v)
     return fig.logits_chart(m["logits"], m["keep"], stored_fill=m["stored"], dtype=v.dtype)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def weight_charts(v: View):
     m = main_view(v)
     return (
@@ -180,12 +180,12 @@ def weight_charts(v: View):
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def fill_chart(spec: MaskSpec, logit_size: float, fill: str, dtype: str):
     return fig.fill_grid(outcomes(spec, logit_size), fill=fill, dtype=dtype)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
     keep, w, used = core.cross_attention_demo(T_q, T, lengths, device=ui.device())
     b = min(example, len(used) - 1)
@@ -194,7 +194,7 @@ def cross_chart(T_q: int, T: int, lengths: tuple, example: int):
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def bug_lab(batch: int, T_q: int, T: int, lengths: tuple, example: int):
     """The bug lab: its messages and (when the bare mask runs silently) its two charts."""
     lab = core.broadcast_lab(batch, T_q, T, lengths)
@@ -225,12 +225,12 @@ def cost_view(T: int, show):
 # ----------------------------------------------------------------------------- predict, then reveal
 # Truths come from attn_core for the instance the controls pick (T, fill, precision, logit size,
 # T_q, lengths); each exercise key holds all of them, so a new instance starts unrevealed.
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def empty_row_truth(T: int, fill: str, dtype: str, logit_size: float) -> tuple[str, list]:
     return core.empty_row_weights(T, fill, DTYPES[dtype], logit_size=logit_size)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def broadcast_truth(n: int, T: int, lengths: tuple) -> tuple[str, int]:
     return core.broadcast_verdict(n, n, T, lengths)
 

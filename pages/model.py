@@ -61,7 +61,7 @@ class Settings:
 # ------------------------------------------------------------------------------ loaders
 
 
-@st.cache_resource(max_entries=1, show_spinner="Loading the model (a few seconds, once)…")
+@ui.cache_resource(max_entries=1, show_spinner="Loading the model (a few seconds, once)…")
 def loaded(name: str) -> core.LoadedModel:
     """One model per server, shared by every session (run_model never changes it).
 
@@ -78,36 +78,36 @@ def available() -> list[str]:
     return core.available_models()  # cheap: the Hub is asked once per process
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def trace(name: str, text: str, text_b: str, knobs: Knobs) -> core.ModelTrace:
     """One pass over the sentence (pair) with the knobs; read-only once made."""
     return core.run_model(loaded(name), text, text_b or None, **knobs.kwargs())
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def roles(name: str, text: str, text_b: str, knobs: Knobs) -> dict[str, np.ndarray]:
     return {
         k: v.float().numpy() for k, v in core.head_roles(trace(name, text, text_b, knobs)).items()
     }
 
 
-@st.cache_resource(max_entries=2, show_spinner="Scoring every head on 60 annotated sentences…")
+@ui.cache_resource(max_entries=2, show_spinner="Scoring every head on 60 annotated sentences…")
 def relations(name: str) -> dict[str, core.RelationScore]:
     return core.relation_scores(loaded(name))
 
 
-@st.cache_resource(max_entries=16, show_spinner="Embedding the 144 shipped sentences…")
+@ui.cache_resource(max_entries=16, show_spinner="Embedding the 144 shipped sentences…")
 def similarity(name: str, knobs: Knobs) -> core.Similarity:
     return core.similarity(loaded(name), **knobs.kwargs())
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def pair_cosine(name: str, text: str, text_b: str, knobs: Knobs) -> float:
     a, b = core.embed_many(loaded(name), [text, text_b], **knobs.kwargs())
     return float(a @ b)
 
 
-@st.cache_resource(max_entries=1, show_spinner=False)
+@ui.cache_resource(max_entries=1, show_spinner=False)
 def pruning() -> dict:
     return core.shipped_pruning()
 
@@ -117,7 +117,7 @@ def special_positions(name: str, tokens: list[str]) -> list[int]:
     return [i for i, t in enumerate(tokens) if t in specials]
 
 
-charts = st.cache_resource(max_entries=4, show_spinner=False)
+charts = ui.cache_resource(max_entries=4, show_spinner=False)
 
 
 @charts
@@ -428,7 +428,7 @@ def contribution_step(s: Settings) -> None:
     st.page_link("pages/alternatives.py", label=W("contribution.link"), icon=":material/alt_route:")
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def sink_heads(s: Settings) -> int:
     """How many heads give the special tokens less of what they add than of their weight."""
     tr = trace(s.model, s.text, s.text_b, s.knobs)

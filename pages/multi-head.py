@@ -52,7 +52,7 @@ def _input(d_model: int, words: tuple[str, ...], T: int, seed: int) -> torch.Ten
     return core.random_tokens(T, d_model, seed)
 
 
-@st.cache_resource(max_entries=6, show_spinner="Running the heads…")
+@ui.cache_resource(max_entries=6, show_spinner="Running the heads…")
 def lab(s: Settings):
     """The layer and its run on the input."""
     dev = ui.device()
@@ -65,7 +65,7 @@ def lab(s: Settings):
 # Each step's figures are cached on their own, so a step builds only what it shows.
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def heads_view(s: Settings) -> tuple:
     w = lab(s)["run"].weights  # (h, T, T)
     focus = core.mean_focus(w)  # (h,)
@@ -75,7 +75,7 @@ def heads_view(s: Settings) -> tuple:
     )
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def outputs_view(s: Settings, head: int) -> tuple:
     L = lab(s)
     return (
@@ -84,14 +84,14 @@ def outputs_view(s: Settings, head: int) -> tuple:
     )
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def diversity_view(s: Settings) -> tuple:
     """(diversity chart, pruning curve): the curve prunes heads one by one, so it waits here."""
     run = lab(s)["run"]
     return fg.diversity_heatmap(core.head_diversity(run.weights.cpu())), core.pruning_curve(run)[1]
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def pruning_view(s: Settings, pruned: tuple[int, ...]) -> tuple:
     L = lab(s)
     y = core.pruned_forward(L["x"], L["m"], [j - 1 for j in pruned])  # (T, d_model), head_mask
@@ -99,7 +99,7 @@ def pruning_view(s: Settings, pruned: tuple[int, ...]) -> tuple:
     return rel, cos, fg.pruning_chart(diversity_view(s)[1], s.heads, len(pruned), rel)
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
+@ui.cache_resource(max_entries=16, show_spinner=False)
 def cost_view(d_model: int, heads: int, kv_heads: int, T: int) -> tuple:
     counts = [(h, core.count_parameters(d_model, h)) for h in sorted({1, heads})]
     rows = core.kv_table(d_model, heads, kv_heads, **KV_ASSUMED)
@@ -107,7 +107,7 @@ def cost_view(d_model: int, heads: int, kv_heads: int, T: int) -> tuple:
     return fg.params_table_md(d_model, counts), kv, core.reshape_walkthrough(1, T, d_model, heads)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def value_width_view(d_model: int, heads: int, T: int, d_v: int):
     return core.value_width_walkthrough(1, T, d_model, heads, d_v)
 
@@ -122,12 +122,12 @@ def split_heads(d_model: int, heads: int) -> int:
     return heads if heads > 1 else core.nearest_valid_heads(8, d_model)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def params_truth(d_model: int, h: int) -> tuple[int, int]:
     return core.count_parameters(d_model, 1)["total"], core.count_parameters(d_model, h)["total"]
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def mqa_truth(d_model: int, h: int, words: tuple[str, ...], T: int, seed: int) -> tuple:
     """(distinct maps, smallest JS between two heads) for an MQA layer on the page's input."""
     x = _input(d_model, words, T, seed)
@@ -137,7 +137,7 @@ def mqa_truth(d_model: int, h: int, words: tuple[str, ...], T: int, seed: int) -
     return core.distinct_maps(w), float(off.min()) if h > 1 else 0.0
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def prune_truth(s: Settings, pruned: tuple[int, ...]) -> float:
     """Relative output change, in %, with the given heads (0-based) pruned."""
     L = lab(s)
@@ -378,12 +378,12 @@ def cost_step(s: Settings) -> None:
     st.caption(W("cost.kv_note", **KV_ASSUMED))
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def cat_plane(a: float):
     return fg.tired_cat_plane(core.tired_cat_one_head(a), a, core.V_CAT, core.V_TIRED)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
+@ui.cache_resource(max_entries=8, show_spinner=False)
 def cat_concat(a1: float, a2: float):
     apart = core.tired_cat_two_heads(1.0, 0.0)  # head 1 all on cat, head 2 all on tired
     return fg.tired_cat_concat(core.tired_cat_two_heads(a1, a2), a1, a2, apart)

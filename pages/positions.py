@@ -35,7 +35,7 @@ class Settings:
 
 
 # ----------------------------------------------------------------------------- computed, cached
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def moves(T: int, d: int, seed: int) -> dict[str, np.ndarray]:
     """Per token, how far its output moved under a shuffle, for each way of giving position."""
     runs = {
@@ -48,13 +48,13 @@ def moves(T: int, d: int, seed: int) -> dict[str, np.ndarray]:
     return {name: core.shuffle_error(T, d, seed=seed, **kw)[1].numpy() for name, kw in runs.items()}
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def scores(T: int, d: int, kind: str, seed: int, base: float) -> tuple[np.ndarray, float]:
     s = core.repeated_token_scores(T, d, kind, seed=seed, base=base)
     return s.numpy(), core.toeplitz_deviation(s)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def pair_path(T: int, d: int, pair: int, base: float) -> np.ndarray:
     """(T, 2): the unit vector of pair `pair`, rotated at every position."""
     x = torch.zeros(T, d, dtype=torch.float64)
@@ -62,19 +62,19 @@ def pair_path(T: int, d: int, pair: int, base: float) -> np.ndarray:
     return core.rope(x, torch.arange(T), base)[:, 2 * pair : 2 * pair + 2].numpy()
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@ui.cache_data(max_entries=16, show_spinner=False)
 def decay(d: int, base: float) -> dict[float, np.ndarray]:
     bases = dict.fromkeys([base, *(b for b in (100.0, 500_000.0) if b != base)])
     off = torch.from_numpy(DECAY_OFFSETS)
     return {b: core.rope_expected_score(off, d, b).numpy() for b in bases}
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
+@ui.cache_data(max_entries=1, show_spinner=False)
 def shipped() -> dict:
     return json.loads(SHIPPED.read_text())
 
 
-@st.cache_resource(max_entries=1, show_spinner="Reading the model's position table…")
+@ui.cache_resource(max_entries=1, show_spinner="Reading the model's position table…")
 def model_map(P: int = 128) -> tuple[str, np.ndarray] | str:
     """The real model's position similarity, or why it cannot be shown here."""
     try:
@@ -84,7 +84,7 @@ def model_map(P: int = 128) -> tuple[str, np.ndarray] | str:
     return name, core.cosine_matrix(table).numpy()
 
 
-charts = st.cache_resource(max_entries=8, show_spinner=False)
+charts = ui.cache_resource(max_entries=8, show_spinner=False)
 
 
 @charts

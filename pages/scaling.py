@@ -85,7 +85,7 @@ def two_key_gaps() -> torch.Tensor:
 # ---------------------------------------------------------------- computed views
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def sample(s: Settings) -> dict:
     """One sequence of `tokens` random tokens: every stage, computed in `dtype`, as numpy."""
     x = core.scaling_sample(
@@ -101,7 +101,7 @@ def sample(s: Settings) -> dict:
     return {f: getattr(x, f).double().cpu().numpy() for f in STAGES} | {"nonfinite": x.nonfinite}
 
 
-@st.cache_resource(max_entries=4, show_spinner="Sampling 32 × 64 × 64 dot products per d_k…")
+@ui.cache_resource(max_entries=4, show_spinner="Sampling 32 × 64 × 64 dot products per d_k…")
 def sweep_scores(draw: Draw):
     """Raw q·k for d_k = 1 … 1024, drawn once per (init, seed) and shared read-only.
 
@@ -109,7 +109,7 @@ def sweep_scores(draw: Draw):
     return core.sweep_raw_scores(init=draw.init, seed=draw.seed)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@ui.cache_data(max_entries=32, show_spinner=False)
 def try_numbers(seq: Seq, temperature: float) -> dict:
     """What each "Try this" experiment shows, at the reader's other settings (see try_this)."""
     off = sample(seq.at(128, False, temperature))
@@ -139,7 +139,7 @@ def training_dk(d_k: int) -> int:
     return min(max(d_k, TRAIN_DKS[0]), TRAIN_DKS[1])
 
 
-@st.cache_data(
+@ui.cache_data(
     max_entries=16,
     show_spinner=f"Training both models for {TRAIN_STEP} steps, as the training lab does…",
 )
@@ -179,7 +179,7 @@ def training_start(d_k: int):
     )
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def check_numbers(seq: Seq) -> dict:
     """Everything the "check yourself" questions reveal, for the seed's d_k, as plain floats."""
     d_k = core.exercise_d_k(seq.seed)
@@ -340,7 +340,7 @@ def iid_excess() -> dict:
 # Charts are cached too (st.cache_resource hands back the same figure objects, which
 # st.plotly_chart only reads): a rerun that changes nothing they depend on rebuilds none.
 # Few entries: a cached figure is thousands of objects the garbage collector re-scans.
-charts = st.cache_resource(max_entries=8, show_spinner=False)
+charts = ui.cache_resource(max_entries=8, show_spinner=False)
 
 
 @charts

@@ -65,7 +65,7 @@ def _numpy(dc):
 # ---------------------------------------------------------------- cached compute
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def example_compute(q: tuple, k: tuple, v: tuple, sumnorm: bool):
     rows = [a + b for a, b in zip(k, v, strict=True)]
     ex = core.parse_example(q, rows, q_columns=Q_COLS, k_columns=K_COLS, v_columns=V_COLS)
@@ -74,24 +74,24 @@ def example_compute(q: tuple, k: tuple, v: tuple, sumnorm: bool):
     return _numpy(steps), _numpy(soft), core.convex_hull(ex.v).numpy()
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def stability(offset: int, dtype: str, device: str):
     return core.stability_demo([s + offset for s in core.STABILITY_SCORES], dtype, device)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def sweep(scores: tuple, taus: tuple | None = None):
     """Weights and entropy at the given τ; by default a log sweep from 0.01 to 100."""
     tau = torch.logspace(-2, 2, 161, dtype=torch.float64) if taus is None else torch.tensor(taus)
     return _numpy(core.temperature_sweep(torch.tensor(scores, dtype=torch.float64), tau))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def dropout(p: float, training: bool, seed: int):
     return _numpy(core.dropout_stats(p, training, seed))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@ui.cache_data(max_entries=64, show_spinner=False)
 def quiz_stability(scores: tuple, dtype: str):
     """The naive-softmax question's answer: run on the CPU, where every dtype exists."""
     demo = core.stability_demo(list(scores), dtype, "cpu")
@@ -227,7 +227,7 @@ def _lesson_with(token: int, column: int, value: float):
     return q, tuple(map(tuple, k)), v
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
+@ui.cache_data(max_entries=1, show_spinner=False)
 def example_tries() -> dict[str, list[tuple[str, str]]]:
     """The Example and Temperature steps' suggestions on the lesson's example, computed."""
     _, lesson, _ = example_compute(*core.SOFTMAX_EXAMPLES["lesson"][1:], False)
@@ -364,7 +364,7 @@ def section_stability() -> None:
     ui.show(fs.exp_range([core.exp_limits(d) for d in DTYPES], r.scores, dtype))
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
+@ui.cache_data(max_entries=1, show_spinner=False)
 def stability_tries() -> list[tuple[str, str]]:
     """The Stability step's suggestions, each offset and edge measured (CPU)."""
     scores = core.STABILITY_SCORES

@@ -61,16 +61,16 @@ def settings_of(kw: dict) -> Settings:
 # rebuilds nothing: the plotly figures come back as they were and the browser, seeing the
 # same spec, redraws nothing either. Few chart entries: a figure is thousands of small Python
 # objects, which Streamlit's full garbage collection after every rerun walks through.
-charts = st.cache_resource(max_entries=8, show_spinner=False)
+charts = ui.cache_resource(max_entries=8, show_spinner=False)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+@ui.cache_resource(max_entries=64, show_spinner=False)
 def step0(d_k: int, init_std: float, seed: int):
     """Both runs at initialisation: one joint step records every curve's first value."""
     return train_pair(d_k, steps=1, init_std=init_std, seed=seed, device=ui.device())
 
 
-@st.cache_resource
+@ui.cache_resource(max_entries=1)
 def board() -> dict:
     """Runs on this server: `running` (in progress, so a second Run on the same settings
     watches the first) and `finished` (settings -> (scaled, unscaled), oldest dropped first)."""
@@ -398,7 +398,7 @@ def show_failure() -> None:
 
 
 # ----------------------------------------------------------------------------- the answer
-@st.cache_data(max_entries=1, show_spinner=False)
+@ui.cache_data(max_entries=1, show_spinner=False)
 def measured_answer() -> dict:
     """bench/training_answer.py's figures for the two reference settings (CPU)."""
     return json.loads((ANSWER_FILE).read_text())
@@ -745,7 +745,7 @@ SMALL_D_K = 32  # the lesson: "d_k below about 32 starts to hurt"
 KEEP_SWEEPS = 8
 
 
-@st.cache_resource
+@ui.cache_resource(max_entries=1)
 def sweep_store() -> dict:
     """Finished head-width sweeps on this server: settings -> list of runs, oldest dropped."""
     return {"lock": threading.Lock(), "finished": OrderedDict()}

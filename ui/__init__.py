@@ -7,6 +7,7 @@ from . import (
     _warm,  # noqa: F401  (first: heavy imports, then gc.freeze)
     jobs,
 )
+from .cache import cache_data, cache_resource
 from .chrome import (
     controls_area,
     device,
@@ -47,6 +48,8 @@ __all__ = [
     "Lesson",
     "Words",
     "available",
+    "cache_data",
+    "cache_resource",
     "controls_area",
     "device",
     "device_badge",
