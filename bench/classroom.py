@@ -1,17 +1,29 @@
 """Class mode under load (issue 23): one teacher drives, a class of browsers follows.
 
-`python bench/load.py --scenario class [--sessions 30] [--seconds 60] [--arrive 30]
-[--idle 20] [--every 5]` starts `streamlit run app.py`, opens a room from a teacher's page
-(/scaling?room=new, in its own Chromium at normal priority) and `--sessions` followers
-(`/?room=CODE`, over `--arrive` seconds, in a second Chromium at nice 19 like
-bench/load.py's loaders: this machine draws all 30 screens). Then:
+`python bench/load.py --scenario class [--sessions 30] [--clients browser|ws]
+[--seconds 60] [--arrive 30] [--idle 20] [--every 5]` starts `streamlit run app.py`,
+opens a room from a teacher's page (/scaling?room=new, in its own Chromium at normal
+priority) and `--sessions` followers joining `/?room=CODE` over `--arrive` seconds:
 
-1. Idle, `--idle` seconds: nobody moves; every follower's page polls the room once a
-   second. The server's CPU share here is what following costs by itself.
+- `--clients browser` (the default): each follower is a page in a second Chromium at
+  nice 19, like bench/load.py's loaders. This machine then draws every follower's screen,
+  which a class's own laptops do for themselves; the table gives that drawing's CPU per
+  follower per change, the part of the delay that is this machine's and not the server's.
+- `--clients ws`: each follower speaks Streamlit's websocket protocol itself, as a
+  browser does (BackMsg rerun requests, ForwardMsg deltas, the fragments' timers), and
+  draws nothing: the delay is the server's alone, up to the moment the follower's new
+  page has arrived in full.
+
+Then:
+
+1. Idle, `--idle` seconds: nobody moves. A following page is woken by the room
+   (ui/wake.py) rather than polling, so the server's CPU share here is what following
+   costs by itself.
 2. Driving, `--seconds` long: the teacher presses an arrow key on the d_k slider every
-   `--every` seconds. Each follower page records (in the page, with the machine's one
+   `--every` seconds. A browser follower records (in the page, with the machine's one
    clock) when its own URL took the teacher's new value, which its bound control writes
-   once the new value is drawn. Delay = that moment - the teacher's key press.
+   once the new value is drawn; a websocket follower records when the run that carries
+   the new value finished arriving. Delay = that moment - the teacher's key press.
 
 It prints the errors (a follower that never took a value within 15 s counts as one), the
 delay p50/p95/max, the server's CPU share in both phases and its peak RSS.
@@ -25,6 +37,10 @@ import asyncio
 import os
 import time
 from urllib.parse import parse_qs, urlparse
+
+import websockets
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from bench import load as L
 from tests.support import browser as B
@@ -60,6 +76,96 @@ async def _follower(browser, url: str, delay: float, out: dict) -> object | None
         out["errors"].append(f"join: {type(e).__name__}: {str(e)[:160]}")
         await context.close()
         return None
+
+
+class WsFollower:
+    """A follower that speaks the websocket protocol: what a browser sends, nothing drawn.
+
+    It asks for the join link's run, then keeps the connection: every run the server
+    sends (a wake, the teacher's page switch) is read through; the fragments' timers the
+    server asks for (`auto_rerun`) are run like a browser runs them. `history` gets
+    (ms, "d_k=<value>") when a run that drew the d_k control has arrived in full."""
+
+    def __init__(self, base: str, code: str, out: dict) -> None:
+        self.uri, self.origin = "ws" + base.removeprefix("http") + "/_stcore/stream", base
+        self.code, self.out = code, out
+        self.history: list[tuple[float, str]] = []
+        self.page, self.query = "", f"room={code}"
+        self.following = self.exploring = False
+        self.joined = asyncio.Event()
+        self._value: str | None = None
+        self._timers: dict[str, asyncio.Task] = {}
+
+    async def _rerun(self, ws, fragment: str = "") -> None:
+        msg = BackMsg()
+        cs = msg.rerun_script
+        cs.query_string, cs.page_script_hash = self.query, self.page
+        if fragment:
+            cs.fragment_id, cs.is_auto_rerun = fragment, True
+        await ws.send(msg.SerializeToString())
+
+    async def _timer(self, ws, fragment: str, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            await self._rerun(ws, fragment)
+
+    def _element(self, el) -> None:
+        kind = el.WhichOneof("type")
+        if kind == "slider" and el.slider.id.endswith("-d_k"):
+            s = el.slider  # raw_value: the value as the URL writes it ("128")
+            self._value = s.raw_value[0] if s.raw_value else None
+        elif kind == "alert":
+            self.following |= FOLLOWING in el.alert.body
+            self.exploring |= "exploring on your own" in el.alert.body
+        elif kind == "exception":
+            self.out["errors"].append(f"exception on a follower: {el.exception.message[:120]}")
+
+    def _take(self, fm) -> None:
+        kind = fm.WhichOneof("type")
+        if kind == "new_session":
+            self.page, self._value = fm.new_session.page_script_hash, None
+        elif kind == "page_info_changed":
+            self.query = fm.page_info_changed.query_string
+        elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+            self._element(fm.delta.new_element)
+        elif kind == "script_finished" and fm.script_finished == 0:  # a whole run arrived
+            if self._value is not None:
+                self.history.append((time.time() * 1000, f"d_k={self._value}"))
+            if self.following:
+                self.joined.set()
+
+    async def run(self, delay: float, stop: asyncio.Event) -> None:
+        await asyncio.sleep(delay)
+        t = time.monotonic()
+        try:
+            async with websockets.connect(
+                self.uri, subprotocols=["streamlit"], origin=self.origin, max_size=None,
+                open_timeout=300, ping_interval=None,
+            ) as ws:  # fmt: skip
+                await self._rerun(ws)
+                while not stop.is_set():
+                    try:
+                        raw = await asyncio.wait_for(ws.recv(), 0.5)
+                    except TimeoutError:
+                        continue
+                    fm = ForwardMsg.FromString(raw)
+                    if fm.WhichOneof("type") == "auto_rerun":
+                        a = fm.auto_rerun
+                        if a.fragment_id not in self._timers:
+                            self._timers[a.fragment_id] = asyncio.create_task(
+                                self._timer(ws, a.fragment_id, a.interval)
+                            )
+                        continue
+                    was = self.joined.is_set()
+                    self._take(fm)
+                    if self.joined.is_set() and not was:
+                        self.out["load"].append(time.monotonic() - t)
+        except Exception as e:
+            self.out["errors"].append(f"ws follower: {type(e).__name__}: {str(e)[:160]}")
+        finally:
+            for task in self._timers.values():
+                task.cancel()
+            self.joined.set()  # nobody waits on a follower that failed
 
 
 def _delays(history: list, presses: list) -> tuple[list[float], int]:
@@ -102,6 +208,85 @@ async def _drive(teacher, a) -> list[tuple[float, str, str]]:
     return presses
 
 
+def _tree_cpu_s(root: int) -> float:
+    total = 0.0
+    for q in L._tree(root):
+        try:
+            total += L._cpu_s(q)
+        except (OSError, IndexError):
+            continue
+    return total
+
+
+class _Meter:
+    """CPU seconds of the server and of the followers' browser, over a phase."""
+
+    def __init__(self, pid: int, root: int | None) -> None:
+        self.pid, self.root = pid, root
+        self.t, self.server, self.browser = time.monotonic(), L._cpu_s(pid), self._browser()
+
+    def _browser(self) -> float:
+        return _tree_cpu_s(self.root) if self.root else 0.0
+
+    def rates(self) -> tuple[float, float, float]:
+        """(seconds elapsed, server CPU share, browsers' CPU share)."""
+        dt = time.monotonic() - self.t
+        return dt, (L._cpu_s(self.pid) - self.server) / dt, (self._browser() - self.browser) / dt
+
+
+async def _histories(a, pages, out) -> list[list]:
+    """Each follower's (ms, search) record, after the errors it shows are noted."""
+    if a.clients == "ws":
+        followers = pages
+        for f in followers:
+            if f.exploring:
+                out["errors"].append("a follower stopped following by itself")
+        return [f.history for f in followers]
+    got = []
+    for pg in pages:
+        got.append(await pg.evaluate("window.__urls"))
+        if await pg.get_by_text("You are exploring on your own").count():
+            out["errors"].append("a follower stopped following by itself")
+        if await pg.locator('[data-testid="stException"]').count():
+            out["errors"].append("exception box on a follower")
+    return got
+
+
+async def _open_teacher(browser, base: str):
+    page = await (await browser.new_context(viewport={"width": 1400, "height": 900})).new_page()
+    await page.goto(f"{base}/scaling?room=new", wait_until="domcontentloaded")
+    await page.wait_for_selector(B.IDLE, state="attached", timeout=120_000)
+    await page.wait_for_function("() => /room=[A-Z0-9]{4}/.test(location.search)")
+    return page, parse_qs(urlparse(page.url).query)["room"][-1]
+
+
+async def _browser_class(p, base: str, a, out) -> tuple:
+    """The teacher in one Chromium, the followers in a second one at nice 19."""
+    mine, _, theirs, root = await L._two_browsers(p, 19)
+    teacher, code = await _open_teacher(mine, base)
+    joins = [
+        _follower(theirs, f"{base}/?room={code}", a.arrive * i / max(a.sessions, 1), out)
+        for i in range(a.sessions)
+    ]
+    pages = [pg for pg in await asyncio.gather(*joins) if pg is not None]
+    return teacher, pages, [], [mine, theirs], root
+
+
+async def _ws_class(p, base: str, a, out, done: asyncio.Event) -> tuple:
+    """The teacher in Chromium, the followers speaking the websocket protocol."""
+    mine = await p.chromium.launch(
+        executable_path=L._launcher(0), headless=True, args=B.CHROMIUM_ARGS
+    )
+    teacher, code = await _open_teacher(mine, base)
+    followers = [WsFollower(base, code, out) for _ in range(a.sessions)]
+    tasks = [
+        asyncio.create_task(f.run(a.arrive * i / max(a.sessions, 1), done))
+        for i, f in enumerate(followers)
+    ]
+    await asyncio.wait_for(asyncio.gather(*(f.joined.wait() for f in followers)), 600)
+    return teacher, followers, tasks, [mine], None
+
+
 async def run_class(a) -> None:
     from playwright.async_api import async_playwright
 
@@ -109,49 +294,42 @@ async def run_class(a) -> None:
     with B.streamlit_server() as base:
         pid = next(iter(L._pids(b"streamlit run app.py") & L._tree(os.getpid())))
         async with async_playwright() as p:
-            mine, _, theirs, root = await L._two_browsers(p, 19)
-            stop = asyncio.Event()
-            nicer = asyncio.create_task(L._keep_nice(root, stop))
-            teacher = await (
-                await mine.new_context(viewport={"width": 1400, "height": 900})
-            ).new_page()
-            await teacher.goto(f"{base}/scaling?room=new", wait_until="domcontentloaded")
-            await teacher.wait_for_selector(B.IDLE, state="attached", timeout=120_000)
-            await teacher.wait_for_function("() => /room=[A-Z0-9]{4}/.test(location.search)")
-            code = parse_qs(urlparse(teacher.url).query)["room"][-1]
-            joins = [
-                _follower(theirs, f"{base}/?room={code}", a.arrive * i / max(a.sessions, 1), out)
-                for i in range(a.sessions)
-            ]
-            pages = [pg for pg in await asyncio.gather(*joins) if pg is not None]
+            done = asyncio.Event()
+            if a.clients == "ws":
+                teacher, pages, tasks, browsers, root = await _ws_class(p, base, a, out, done)
+                joined = sum(bool(f.history) for f in pages)
+                nicer = None
+            else:
+                teacher, pages, tasks, browsers, root = await _browser_class(p, base, a, out)
+                joined = len(pages)
+                nicer = asyncio.create_task(L._keep_nice(root, done))
             await asyncio.sleep(3)
-            cpu0, t0 = L._cpu_s(pid), time.monotonic()
+            meter = _Meter(pid, root)
             await asyncio.sleep(a.idle)
-            idle = (L._cpu_s(pid) - cpu0) / (time.monotonic() - t0)
-            cpu0, t0 = L._cpu_s(pid), time.monotonic()
+            _, idle, idle_b = meter.rates()
+            meter = _Meter(pid, root)
             presses = await _drive(teacher, a)
             await asyncio.sleep(3)
-            busy = (L._cpu_s(pid) - cpu0) / (time.monotonic() - t0)
+            dt, busy, busy_b = meter.rates()
             peak = L._rss_mb(pid, "VmHWM")
             delays, missed = [], 0
-            for pg in pages:
-                got, miss = _delays(await pg.evaluate("window.__urls"), presses)
+            for history in await _histories(a, pages, out):
+                got, miss = _delays(history, presses)
                 delays += got
                 missed += miss
-                if await pg.get_by_text("You are exploring on your own").count():
-                    out["errors"].append("a follower stopped following by itself")
-                if await pg.locator('[data-testid="stException"]').count():
-                    out["errors"].append("exception box on a follower")
-            stop.set()
-            await nicer
-            await mine.close()
-            await theirs.close()
-    _report(a, out, presses, delays, missed, len(pages), idle, busy, peak)
+            done.set()
+            await asyncio.gather(*tasks, *([nicer] if nicer else []))
+            for b in browsers:
+                await b.close()
+    # the followers' drawing: their browsers' CPU while driving, above idle, per change
+    draw = (busy_b - idle_b) * dt / max(len(presses) * joined, 1)
+    _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw)
 
 
-def _report(a, out, presses, delays, missed, joined, idle, busy, peak) -> None:
+def _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw) -> None:
     errors = len(out["errors"]) + missed
-    print(f"\nclass mode: 1 teacher, {a.sessions} followers ({joined} joined), "
+    kind = "in Chromium at nice 19" if a.clients == "browser" else "over the websocket"
+    print(f"\nclass mode: 1 teacher, {a.sessions} followers {kind} ({joined} joined), "
           f"a change every {a.every:g} s for {a.seconds:g} s ({len(presses)} changes)")  # fmt: skip
     rows = [
         ("join p50 / p95 (s)", f"{L._pct(out['load'], 0.5):.1f} / {L._pct(out['load'], 0.95):.1f}"),
@@ -163,6 +341,8 @@ def _report(a, out, presses, delays, missed, joined, idle, busy, peak) -> None:
         ("server CPU, driving", f"{busy:.0%} of one core"),
         ("server peak RSS", f"{peak:.0f} MB   (target <= 1536 MB)"),
     ]
+    if a.clients == "browser":
+        rows.append(("a follower's drawing", f"{draw:.2f} CPU-s per change (this machine's)"))
     for k, v in rows:
         print(f"{k:<26}{v}")
     for e in out["errors"][:10]:

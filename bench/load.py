@@ -637,6 +637,10 @@ def main() -> None:
     ap.add_argument("--max-wait", type=float, default=1800, help="run: seconds a press may take")
     ap.add_argument("--idle", type=float, default=20, help="class: seconds nobody moves")
     ap.add_argument("--every", type=float, default=5, help="class: seconds between changes")
+    ap.add_argument(
+        "--clients", choices=("browser", "ws"), default="browser",
+        help="class: followers in Chromium, or speaking the websocket protocol themselves",
+    )  # fmt: skip
     a = ap.parse_args()
     if a.scenario == "class":  # one teacher drives, the class follows (bench/classroom.py)
         from bench import classroom

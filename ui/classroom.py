@@ -5,9 +5,11 @@
   ui control that session draws publishes its value (`publish`); the end of the run
   (`commit`, from ui.prev_next; a fragment's run commits at once) makes it public.
 - `?room=CODE` joins. The page header (`sync`) takes the room's page and values whenever
-  the room's version moved; a small fragment asks for that version every POLL_S seconds
-  and reruns the page when it changed. A student who moves a control (`took_wheel`, every
-  ui control's on_change) or goes to another page stops following until they rejoin.
+  the room's version moved. A following session leaves the room a waker (ui.wake): each
+  new version reruns its page on the server at once, so nothing polls. Where no waker
+  can be made, a small fragment asks for the version every POLL_S seconds instead. A
+  student who moves a control (`took_wheel`, every ui control's on_change) or goes to
+  another page stops following until they rejoin.
 - The teacher can put a page's exercise to the class: the students' answers are counted
   without names and shown beside the computed answer once the teacher reveals it.
 """
@@ -22,7 +24,7 @@ from typing import Any
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import controls  # (controls imports this module: names are read at call time)
+from . import controls, wake  # (controls imports this module: names are read at call time)
 from .lesson import LESSONS
 from .room import Question, Rooms, normal_code
 from .share import presenting
@@ -30,7 +32,8 @@ from .share import presenting
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
 _STUDENT = "_ui_room_student"  # session_state: an anonymous id, to count each student once
 _SAID = "_ui_room_said"  # session_state: this run's notes about the room link
-POLL_S = 1.0  # how often a following page asks whether the teacher changed something
+POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
+CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends no wake)
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
 
 
@@ -123,11 +126,23 @@ def sync(url_path: str) -> None:
         if not rooms().show(state["code"], state["token"], url_path):
             _ended(state)
         return
-    view = rooms().view(state["code"], _student())
+    view = rooms().view(state["code"], _student() if state["following"] else None)
     if view is None:
         _ended(state)
     elif state["following"]:
         _follow(state, view, url_path)
+        _listen(state)
+
+
+def _listen(state: dict) -> None:
+    """A following page leaves the room its waker; one that stopped takes it back."""
+    if not state["following"]:
+        rooms().unlisten(state["code"], _student())
+        state["woken"] = False
+        return
+    code, store = state["code"], rooms()
+    waker = wake.here(stale=lambda: store.version(code) != state["seen"])
+    state["woken"] = bool(waker and store.listen(code, _student(), waker))
 
 
 def _follow(state: dict, view, url_path: str) -> None:
@@ -200,6 +215,7 @@ def took_wheel(key: str) -> None:
         state["seen"] = -1  # the poll reruns the page, which takes the room's view again
         return
     state["following"] = False
+    rooms().unlisten(state["code"], _student())
 
 
 def _rejoin() -> None:
@@ -209,7 +225,9 @@ def _rejoin() -> None:
 
 
 def _leave() -> None:
-    st.session_state.pop(_ROOM, None)
+    state = st.session_state.pop(_ROOM, None)
+    if state and not state.get("token"):
+        rooms().unlisten(state["code"], _student())
     st.query_params.pop("room", None)
 
 
@@ -221,10 +239,24 @@ def _end() -> None:
 
 
 # ---------------------------------------------------------------------------- banners
-@st.fragment(run_every=POLL_S)
 def _following(code: str) -> None:
+    (_woken if (_state() or {}).get("woken") else _polled)(code)
+
+
+@st.fragment(run_every=CHECK_S)
+def _woken(code: str) -> None:
+    _check(code, None)
+
+
+@st.fragment(run_every=POLL_S)
+def _polled(code: str) -> None:
+    _check(code, _student())
+
+
+def _check(code: str, student: str | None) -> None:
+    """The banner, after asking the room for its version (`student` counts as polling)."""
     state = _state() or {}
-    if rooms().version(code, _student()) != state.get("seen"):
+    if rooms().version(code, student) != state.get("seen"):
         st.rerun()  # the teacher changed something (or the class ended): the whole page
     st.info(
         f"**Following the teacher** · class {code}. Move any control to explore on your own.",

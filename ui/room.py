@@ -7,6 +7,10 @@ controls (the widgets' own Python values, so a follower's widget can take them a
 are), a version number that goes up when any of that changes, and at most one question
 put to the class with its anonymous answers.
 
+A following session leaves a waker (`listen`; ui.wake makes one from a Streamlit
+session): every new version calls them all, outside the lock, so the followers' pages
+rerun at once instead of polling. A waker that says its session is gone is dropped.
+
 Only the holder of a room's token (kept in the teacher's session state, never in a URL)
 can change it. Everything is bounded: rooms, students counted, answers; a room nobody
 touched for `IDLE_S` seconds is gone.
@@ -22,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 # No 0/O, 1/I/L, 2/Z, 5/S, 8/B: a code read off a projector is typed right.
 CODE_CHARS = "ACDEFGHJKMNPQRTUVWXY34679"
@@ -33,7 +37,15 @@ MAX_STUDENTS = 300  # students one room counts (more can follow, uncounted)
 MAX_VALUES = 200  # control values one room holds
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
 EVICT_S = 15 * 60  # when the server is full, a room idle this long with nobody in it gives way
-SEEN_S = 10.0  # a student counts as following when their page asked within this
+SEEN_S = 10.0  # a polling student counts as following when their page asked within this
+
+
+class Waker(Protocol):
+    """Reruns one follower's page (ui.wake.Waker); False once that page is gone."""
+
+    def __call__(self) -> bool: ...
+
+    def alive(self) -> bool: ...
 
 
 def normal_code(text: str) -> str | None:
@@ -79,6 +91,12 @@ class Room:
     students: dict[str, float] = field(default_factory=dict)  # student id -> last seen
     question: Question | None = None
     questions: int = 0
+    listeners: dict[str, Waker] = field(default_factory=dict)  # student id -> waker
+
+    def bump(self) -> list[Waker]:
+        """A new version: the wakers to call once the lock is released."""
+        self.version += 1
+        return list(self.listeners.values())
 
 
 class Rooms:
@@ -141,10 +159,23 @@ class Rooms:
 
     def close(self, code: str, token: str) -> bool:
         with self._lock:
-            if self._own(code, token) is None:
+            room = self._own(code, token)
+            if room is None:
                 return False
             del self._rooms[code]
-            return True
+            wake = list(room.listeners.values())  # each follower's page says it ended
+        self._wake(code, wake)
+        return True
+
+    def _wake(self, code: str, wakers: list[Waker]) -> None:
+        """Call the wakers (outside the lock); forget those whose page is gone."""
+        gone = [w for w in wakers if not w()]
+        if gone:
+            with self._lock:
+                room = self._rooms.get(code)
+                for s, w in list(room.listeners.items()) if room else ():
+                    if w in gone:
+                        del room.listeners[s]
 
     # -- the teacher's side ------------------------------------------------------------
     def show(self, code: str, token: str, page: str) -> bool:
@@ -176,11 +207,14 @@ class Rooms:
             room = self._own(code, token)
             if room is None:
                 return None
+            wake = []
             if room.dirty:
                 room.shown_page, room.shown_values = room.page, copy.deepcopy(room.values)
-                room.version += 1
+                wake = room.bump()
                 room.dirty = False
-            return room.version
+            version = room.version
+        self._wake(code, wake)
+        return version
 
     def ask(self, code: str, token: str, page: str, key: str, choices=None) -> bool:
         """Put exercise `key` of `page` to the class (replacing any open question)."""
@@ -191,8 +225,9 @@ class Rooms:
             room.questions += 1
             choices = tuple(choices) if choices is not None else None
             room.question = Question(room.questions, page, key, choices)
-            room.version += 1
-            return True
+            wake = room.bump()
+        self._wake(code, wake)
+        return True
 
     def reveal(self, code: str, token: str) -> bool:
         with self._lock:
@@ -200,8 +235,9 @@ class Rooms:
             if room is None or room.question is None:
                 return False
             room.question.revealed = True
-            room.version += 1
-            return True
+            wake = room.bump()
+        self._wake(code, wake)
+        return True
 
     # -- the students' side ------------------------------------------------------------
     def view(self, code: str, student: str | None = None) -> View | None:
@@ -213,7 +249,7 @@ class Rooms:
             now = self._clock()
             if student is not None:
                 self._seen(room, student, now)
-            following = sum(now - t < SEEN_S for t in room.students.values())
+            following = self._following(room, now)
             q = room.question  # the answers travel only once revealed
             question = q and replace(q, answers=dict(q.answers) if q.revealed else {})
             values = copy.deepcopy(room.shown_values)
@@ -228,6 +264,35 @@ class Rooms:
             if student is not None:
                 self._seen(room, student, self._clock())
             return room.version
+
+    def listen(self, code: str, student: str, waker: Waker) -> bool:
+        """Wake `student`'s page at every new version (replacing their last waker); False
+        when there is no such room or it holds as many wakers as it may (then poll)."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None:
+                return False
+            if student not in room.listeners and len(room.listeners) >= MAX_STUDENTS:
+                for s in [s for s, w in room.listeners.items() if not w.alive()]:
+                    del room.listeners[s]
+                if len(room.listeners) >= MAX_STUDENTS:
+                    return False
+            room.listeners[student] = waker
+            return True
+
+    def unlisten(self, code: str, student: str) -> None:
+        """`student` explores on their own (or left): no more wakes."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is not None:
+                room.listeners.pop(student, None)
+
+    @staticmethod
+    def _following(room: Room, now: float) -> int:
+        """Students whose page is woken and still open, or who polled lately."""
+        woken = {s for s, w in room.listeners.items() if w.alive()}
+        polled = {s for s, t in room.students.items() if now - t < SEEN_S}
+        return len(woken | polled)
 
     @staticmethod
     def _seen(room: Room, student: str, now: float) -> None:

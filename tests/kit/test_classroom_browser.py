@@ -54,6 +54,15 @@ def test_a_class_follows_its_teacher(server_url, browser):
             students.append(page)
         a, b = students
 
+        # a following page is woken by the room, it does not poll: an idle one sends nothing
+        cdp = b.context.new_cdp_session(b)
+        cdp.send("Network.enable")
+        sent: list = []
+        cdp.on("Network.webSocketFrameSent", lambda e: sent.append(e))
+        b.wait_for_timeout(2500)  # more than two of the old 1 s polls
+        assert sent == []
+        teacher.get_by_text("2 students following").wait_for(timeout=10_000)
+
         # the teacher moves a control: both students' pages take it
         teacher.get_by_text("Controls", exact=True).click()
         slider = teacher.locator('[data-testid="stMain"] [data-testid="stSlider"] input').first
@@ -101,6 +110,13 @@ def test_a_class_follows_its_teacher(server_url, browser):
             )
         for page in pages:
             assert page.locator('[data-testid="stException"]').count() == 0
+
+        # the teacher ends the class: the woken pages say so at once
+        teacher.get_by_role("button", name=f"Class {code}").click()
+        teacher.get_by_role("button", name="End the class").click()
+        for page in students:
+            page.get_by_text(f"The class {code} has ended").wait_for(timeout=10_000)
+            assert page.get_by_text(FOLLOWING).count() == 0
         assert not errors
     finally:
         for page in pages:

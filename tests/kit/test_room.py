@@ -91,6 +91,58 @@ def test_followers_are_counted_while_they_poll(store):
     assert rooms.view(code).following == 1
 
 
+class FakeWaker:
+    """Stands in for ui.wake.Waker: counts its calls; `open` is whether its page lives."""
+
+    def __init__(self) -> None:
+        self.calls, self.open = 0, True
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.open
+
+    def alive(self) -> bool:
+        return self.open
+
+
+def test_a_new_version_wakes_every_listener_once(store):
+    rooms, _ = store
+    code, token = rooms.open()
+    a, b, gone = FakeWaker(), FakeWaker(), FakeWaker()
+    for s, w in (("a", a), ("b", b), ("gone", gone)):
+        assert rooms.listen(code, s, w)
+    assert rooms.view(code).following == 3  # woken pages count without polling
+    rooms.show(code, token, "scaling")
+    rooms.set(code, token, "d_k", 512)
+    assert (a.calls, b.calls) == (0, 0)  # nothing public before the commit
+    gone.open = False
+    rooms.commit(code, token)
+    assert (a.calls, b.calls, gone.calls) == (1, 1, 1)
+    rooms.commit(code, token)  # nothing changed: nobody is woken
+    assert a.calls == 1
+    rooms.unlisten(code, "b")  # b explores on its own
+    rooms.ask(code, token, "scaling", "q", ["x"])
+    rooms.reveal(code, token)
+    assert (a.calls, b.calls, gone.calls) == (3, 1, 1)  # the closed page was dropped
+    assert rooms.view(code).following == 1
+    rooms.close(code, token)  # the end of the class wakes its followers too
+    assert a.calls == 4
+    assert not rooms.listen(code, "a", a)  # no such room any more
+
+
+def test_listeners_are_bounded_and_closed_pages_give_way(store, monkeypatch):
+    rooms, _ = store
+    monkeypatch.setattr(R, "MAX_STUDENTS", 3)
+    code, _ = rooms.open()
+    wakers = [FakeWaker() for _ in range(4)]
+    assert all(rooms.listen(code, f"s{i}", wakers[i]) for i in range(3))
+    assert not rooms.listen(code, "s3", wakers[3])  # full: that page polls instead
+    assert rooms.listen(code, "s0", FakeWaker())  # a reload replaces its own waker
+    wakers[1].open = False
+    assert rooms.listen(code, "s3", wakers[3])  # a closed page makes room
+    assert rooms.view(code).following == 3
+
+
 def test_bounds(store, monkeypatch):
     rooms, clock = store
     monkeypatch.setattr(R, "MAX_ROOMS", 3)
