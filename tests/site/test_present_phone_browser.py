@@ -5,6 +5,7 @@
   points at a sidebar that presenter mode does not have.
 - Presenter mode's first screen, at 1920×1080 and on every step at 1280×720: the top of the
   step's first chart (or of its exercise, where the chart waits for the reveal) is on it.
+  The later steps are opened through their tabs, in the page the first step opened.
 - A phone (420 px wide): the sidebar starts closed and nothing is wider than the screen.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.apptest import page_steps
-from tests.support.browser import open_page, reveal_held_back, wait_idle
+from tests.support.browser import click_and_wait_run, open_page, reveal_held_back, wait_idle
 from ui.lesson import available
 from ui.share import PROJECTOR_MIN_PX
 
@@ -43,7 +44,6 @@ def _first_top(page) -> float | None:
     return min(tops) if tops else None
 
 
-STEP_CASES = [(lesson, step) for lesson in available() for step in page_steps(lesson.file)[1:]]
 EXCEPTION = '[data-testid="stException"]'
 pytestmark = pytest.mark.browser
 
@@ -80,25 +80,23 @@ def test_presenter_mode_draws_every_chart_text_in_projector_sized_type(server_ur
 
 
 @pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
-def test_presenter_mode_at_720p_opens_every_first_step_on_its_chart(server_url, browser, lesson):
-    _assert_first_screen(browser, f"{server_url}/{lesson.url_path}?present=1")
-
-
-@pytest.mark.parametrize(
-    ("lesson", "step"), STEP_CASES, ids=lambda x: x if isinstance(x, str) else x.url_path
-)
-def test_presenter_mode_at_720p_opens_every_later_step_on_its_chart(
-    server_url, browser, lesson, step
-):
-    _assert_first_screen(browser, f"{server_url}/{lesson.url_path}?present=1&step={step}")
-
-
-def _assert_first_screen(browser, url: str, width: int = 1280, height: int = 720) -> None:
-    page, errors = open_page(browser, url, width=width, height=height)
+def test_presenter_mode_at_720p_opens_every_step_on_its_chart(server_url, browser, lesson):
+    """The first step as the link opens it; each later one through its tab, in that page
+    (one page load per lesson: a fresh load per step cost this file half its time)."""
+    height = 720
+    page, errors = open_page(
+        browser, f"{server_url}/{lesson.url_path}?present=1", width=1280, height=height
+    )
     try:
-        assert page.locator(EXCEPTION).count() == 0
-        top = _first_top(page)
-        assert top is None or top < height, f"{url}: the first chart starts at {top:.0f} px"
+        late = []
+        for i, step in enumerate(page_steps(lesson.file)):
+            if i:
+                click_and_wait_run(page, page.get_by_role("tab", name=step, exact=True))
+            assert page.locator(EXCEPTION).count() == 0, f"step {step}: an exception"
+            top = _first_top(page)
+            if top is not None and top >= height:
+                late.append(f"{step or 'the page'}: {top:.0f} px")
+        assert not late, f"the first chart starts below 720 px on: {late}"
         assert not errors, errors
     finally:
         page.context.close()

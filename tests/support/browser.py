@@ -141,6 +141,34 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout_ms, state="attached")
 
 
+# Counts the app's runs: every time its script state leaves "notRunning".
+_RUN_COUNTER_JS = """
+() => {
+  if (window.__runs !== undefined) return window.__runs;
+  window.__runs = 0;
+  const app = document.querySelector('[data-testid="stApp"]');
+  new MutationObserver(() => {
+    if (app.getAttribute('data-test-script-state') !== 'notRunning') window.__runs += 1;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  return 0;
+}
+"""
+
+
+def click_and_wait_run(page, locator, timeout_ms: int = 60_000) -> None:
+    """Click `locator` and wait until the run it starts has finished (not an idle moment
+    before that run began, when the old step's elements are still on the page) and the
+    page has settled."""
+    runs = page.evaluate(_RUN_COUNTER_JS)
+    locator.click()
+    page.wait_for_function(
+        f"() => window.__runs > {runs} && document.querySelector('{IDLE}') !== null",
+        timeout=timeout_ms,
+        polling=50,
+    )
+    settle(page)
+
+
 def open_page(browser, url: str, *, width: int = 1400, height: int = 900, ready: str | None = "h1"):
     # A fresh context per page: no shared tabs, timers or caches between measurements.
     context = browser.new_context(viewport={"width": width, "height": height})
@@ -150,12 +178,17 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900, ready:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stApp"]', timeout=60_000)
-    # The app can look idle between its first run and a rerun the page asks for, with only
-    # part of the page drawn: wait until it is idle *and* its elements stop changing.
     if ready:  # every lesson page has a title; the bare yardstick page passes ready=None
         page.wait_for_selector(f'[data-testid="stMain"] {ready}', timeout=60_000, state="attached")
+    settle(page)
+    return page, errors
+
+
+def settle(page, timeout_s: float = 60) -> None:
+    """Until the app is idle *and* its elements stop changing: it can look idle between a
+    run and a rerun that run asks for, with only part of the page drawn."""
     elements = '[data-testid="stElementContainer"]'
-    count, deadline = -1, time.monotonic() + 60
+    count, deadline = -1, time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         wait_idle(page)
         page.wait_for_timeout(300)  # let the last deltas paint
@@ -163,7 +196,6 @@ def open_page(browser, url: str, *, width: int = 1400, height: int = 900, ready:
         if now == count and page.locator(IDLE).count():
             break
         count = now
-    return page, errors
 
 
 # Pages whose first step has no slider, and the view of theirs that has one (the slider
