@@ -142,7 +142,7 @@ def _listen(state: dict) -> None:
         return
     code, store = state["code"], rooms()
     waker = wake.here(stale=lambda: store.version(code) != state["seen"])
-    state["woken"] = bool(waker and store.listen(code, _student(), waker))
+    state["woken"] = bool(waker and store.listen(code, _student(), waker, state["seen"]))
 
 
 def _follow(state: dict, view, url_path: str) -> None:

@@ -265,9 +265,12 @@ class Rooms:
                 self._seen(room, student, self._clock())
             return room.version
 
-    def listen(self, code: str, student: str, waker: Waker) -> bool:
+    def listen(self, code: str, student: str, waker: Waker, seen: int | None = None) -> bool:
         """Wake `student`'s page at every new version (replacing their last waker); False
-        when there is no such room or it holds as many wakers as it may (then poll)."""
+        when there is no such room or it holds as many wakers as it may (then poll).
+
+        `seen` is the version the page just took: a commit that came between its view()
+        and this call woke everyone but this page, so the page is woken at once."""
         with self._lock:
             room = self._rooms.get(code)
             if room is None:
@@ -278,7 +281,10 @@ class Rooms:
                 if len(room.listeners) >= MAX_STUDENTS:
                     return False
             room.listeners[student] = waker
-            return True
+            behind = seen is not None and room.version != seen
+        if behind:
+            self._wake(code, [waker])
+        return True
 
     def unlisten(self, code: str, student: str) -> None:
         """`student` explores on their own (or left): no more wakes."""

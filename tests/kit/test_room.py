@@ -130,6 +130,19 @@ def test_a_new_version_wakes_every_listener_once(store):
     assert not rooms.listen(code, "a", a)  # no such room any more
 
 
+def test_a_page_that_listens_after_a_commit_it_did_not_see_is_woken_at_once(store):
+    rooms, _ = store
+    code, token = rooms.open()
+    seen = rooms.view(code).version  # the page takes the room's view ...
+    rooms.show(code, token, "scaling")
+    rooms.set(code, token, "d_k", 512)
+    rooms.commit(code, token)  # ... the teacher moves before its waker is in the room
+    late, on_time = FakeWaker(), FakeWaker()
+    assert rooms.listen(code, "late", late, seen)
+    assert rooms.listen(code, "on-time", on_time, rooms.view(code).version)
+    assert (late.calls, on_time.calls) == (1, 0)
+
+
 def test_listeners_are_bounded_and_closed_pages_give_way(store, monkeypatch):
     rooms, _ = store
     monkeypatch.setattr(R, "MAX_STUDENTS", 3)
