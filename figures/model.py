@@ -25,6 +25,7 @@ from .style import (
     SEQUENTIAL,
     WEIGHT_COLORAXIS,
     Chart,
+    escape,
     line_layout,
     plot_label,
     to_numpy,
@@ -213,7 +214,9 @@ def head_map(weights: Any, tokens: Sequence[str], layer: int, head: int, special
     )
     fig = fast_figure([trace], layout, margin=dict(l=110, r=10, t=60, b=110))
     links = top_links(w, tokens, set(special))
-    said = "; ".join(f"{labels[i]} → {labels[j]} {x:.2f}" for i, j, x in links)
+    said = "; ".join(
+        f"{escape(tokens[i], 10)} → {escape(tokens[j], 10)} {x:.2f}" for i, j, x in links
+    )
     special_share = float(w[:, sorted(special)].sum(-1).mean()) if special else 0.0
     caption = (
         f"Row i: how token i spreads its attention over the {T} tokens (each row sums to 1). "
@@ -454,7 +457,7 @@ def next_token_bars(guesses: Sequence[tuple[str, float]], base=None) -> Chart:
         xaxis=dict(range=[0, min(1.0, max(p, default=1) * 1.25)], title=dict(text="probability")),
     )
     fig = fast_figure(traces, layout, margin=dict(l=110, r=10, t=60, b=60))
-    top = labels[0] if labels else "?"
+    top = escape(guesses[0][0].replace("Ġ", "␣"), 14) if guesses else "?"
     caption = f"The ten likeliest next tokens; the top one, {top}, has probability {p[0]:.3f}."
     return Chart(fig, caption)
 

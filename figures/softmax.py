@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .parts import GREY, fmt, hline
-from .style import NUM_FMT, OKABE_ITO, Chart, base_layout, heatmap, line_layout, to_numpy
+from .style import NUM_FMT, OKABE_ITO, Chart, base_layout, escape, heatmap, line_layout, to_numpy
 
 
 def clean_label(name: object, i: int) -> str:
@@ -131,7 +131,9 @@ def steps_bars(names: list[str], steps, *, d_k: int) -> Chart:
         )
     else:
         w = to_numpy(steps.weights)
-        neg = [f"{n} ({fmt(float(x), 3)})" for n, x in zip(names, w, strict=True) if x < 0]
+        neg = [
+            f"{escape(n, 12)} ({fmt(float(x), 3)})" for n, x in zip(names, w, strict=True) if x < 0
+        ]
         if neg:
             caption = (
                 "Without e^s a weight is just the raw score divided by the sum of scores, so it "

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import html
+import re
+import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,3 +152,44 @@ def plot_label(token: object, limit: int = 10) -> str:
     s = "".join(ch for ch in str(token) if ch.isprintable())
     s = s if len(s) <= limit else s[: limit - 1] + "…"
     return html.escape(s, quote=False) or "·"
+
+
+# ------------------------------------------------ user text in markdown (notes, captions)
+
+_ZW = "\u200b"  # zero-width space: invisible, and breaks what works on the parsed text
+_PUNCT = frozenset(string.punctuation)  # CommonMark lets a backslash escape each of these
+
+
+def escape(text: Any, limit: int = 40, *, code: bool = False) -> str:
+    """User or URL text made literal for markdown: the one function every page uses.
+
+    The text is made one printable line and cut to `limit` characters (then "…"), so a
+    link cannot fill the page. Then, for plain markdown (notes, captions, labels):
+    every ASCII punctuation mark is backslash-escaped, which stops emphasis, links and
+    images, raw HTML, headings, lists, tables and `$` maths; and a zero-width space
+    after each `:` and `@`, and between `w` and `.`, breaks what Streamlit finds in the
+    already parsed text, where escapes no longer count: `:red[…]` colour directives,
+    `:material/…:` icons, `:emoji:` shortcodes, and the autolinks of bare `https://…`,
+    `www.…` and e-mail addresses.
+
+    With `code=True` the result goes between backticks (a code span, where markdown,
+    maths and directives are not read): only backticks, which would end it, are replaced.
+    """
+    s = re.sub(r"\s", " ", str(text))  # newlines and tabs would end a line, a list, a table
+    s = "".join(ch for ch in s if ch.isprintable())  # also drops bidi overrides
+    if len(s) > limit:
+        s = s[:limit] + "…"
+    if code:
+        return s.replace("`", "'") or " "
+    s = re.sub(r"(?i)(?<=w)(?=\.)", _ZW, s)  # www.example.com
+    out = []
+    for ch in s:
+        out.append("\\" + ch if ch in _PUNCT else ch)
+        if ch in ":@":
+            out.append(_ZW)  # :red[…], :smile:, https://…, a@b.com
+    return "".join(out)
+
+
+def safe_text(text: Any, limit: int = 40) -> str:
+    """`escape` for inside a code span: f"`{safe_text(x)}`"."""
+    return escape(text, limit, code=True)

@@ -81,6 +81,22 @@ def test_head_map_escapes_tokens_and_names_its_strongest_links():
     assert f.layout.title.text.startswith("L1H3")
 
 
+def test_captions_show_the_user_s_tokens_as_text_not_markdown():
+    """Backticks, asterisks and underscores from the sentence stay literal in a caption
+    (st.caption reads markdown): each goes through the one escaping function."""
+    from ui import escape
+
+    toks = ["[CLS]", "`code`", "**bold**", "_it_", "[SEP]"]
+    w = np.full((5, 5), 0.01, np.float32)
+    w[1, 2], w[3, 1] = 0.9, 0.8
+    cap = fig.head_map(w, toks, 0, 0, special=[0, 4]).caption
+    assert f"{escape('`code`', 10)} → {escape('**bold**', 10)} 0.90" in cap
+    live = cap.replace("\\`", "").replace("\\*", "").replace("\\_", "")
+    assert not any(c in live for c in "`*_"), cap
+    top = fig.next_token_bars([("`x`", 0.4), ("y", 0.1)]).caption
+    assert escape("`x`", 14) in top and "`x`" not in top
+
+
 def test_role_maps_lay_out_six_grids_and_name_the_best_heads():
     roles = {k: torch.tensor(RNG.random((2, 3))) for k in fig.ROLE_NAMES}
     roles["previous"][1, 2] = 2.0  # the clear winner
