@@ -19,7 +19,9 @@
    the home page, then follows each page's "Next lesson:" link (in-app navigation keeps
    the same websocket session). On every page it waits until the script is idle and the page has
    stopped changing, then checks: the page's title, no `stException`, at least one plotly
-   chart drawn, no JavaScript error.
+   chart drawn (where a page holds its first chart back until a prediction, as /positions,
+   /cost and /alternatives rightly do, it answers and reveals first, and the note says so),
+   no JavaScript error.
 4. Reads the server's VmRSS (now) and VmHWM (peak) from /proc/<pid>/status once idle after
    start and again after the last page.
 
@@ -46,7 +48,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.browser import IDLE, chromium, free_port, plotly_count, wait_idle  # noqa: E402
+from tests.support.browser import (  # noqa: E402
+    chromium,
+    free_port,
+    plotly_count,
+    reveal_held_back,
+    settle,
+)
 from tests.support.browser import stop as stop_server  # noqa: E402
 from ui.lesson import Lesson, available  # noqa: E402
 
@@ -171,19 +179,6 @@ def start_server(venv: Path, port: int, log: Path) -> tuple[subprocess.Popen, fl
         time.sleep(0.25)
 
 
-def settle(page, timeout_s: float = 60) -> None:
-    """Idle, and the page's elements have stopped changing (as tests/support/browser.py)."""
-    elements = '[data-testid="stElementContainer"]'
-    count, deadline = -1, time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        wait_idle(page)
-        page.wait_for_timeout(300)
-        now = page.locator(elements).count()
-        if now == count and page.locator(IDLE).count():
-            return
-        count = now
-
-
 def check_page(page, lesson: Lesson, errors: list[str], via: str, t0: float) -> dict:
     row = {"page": f"/{lesson.url_path}", "via": via, "ok": False, "charts": 0, "note": ""}
     try:
@@ -192,14 +187,17 @@ def check_page(page, lesson: Lesson, errors: list[str], via: str, t0: float) -> 
         if page.locator(EXCEPTION).count():
             row["note"] = "exception: " + page.locator(EXCEPTION).first.inner_text()[:200]
             return row
+        if revealed := reveal_held_back(page):  # its chart waits for a first prediction
+            settle(page)
+            row["note"] = f"{revealed} prediction(s) made to see the chart; "
         page.wait_for_selector(CHART, timeout=30_000)
         row["charts"] = plotly_count(page)
         if errors:
-            row["note"] = "js error: " + "; ".join(errors)[:200]
+            row["note"] += "js error: " + "; ".join(errors)[:200]
             return row
         row["ok"] = row["charts"] >= 1
         if not row["ok"]:
-            row["note"] = "no chart drawn"
+            row["note"] += "no chart drawn"
     except Exception as e:  # a timeout is this page's failure, not the run's end
         row["note"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
     finally:
