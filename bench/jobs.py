@@ -25,6 +25,14 @@ The jobs, at the settings that cost the most:
 - masks-cost   /masks "Measure both" (causal flag vs mask) at T = 2048
 
 The issue's target: every job ≤ 600 MB above idle. Nothing here asserts on time.
+
+    python bench/jobs.py --queue            # the line's order: a student's wait behind a hog
+
+`--queue` runs no job: it drives ui.jobs.Limiter with a hand-driven clock and jobs of a
+fixed length (the 30 s budget) and prints how long a student waits behind one person who
+holds N tabs that press again whenever their job ends, and how long the last of a class
+behind one router waits. "first come" gives no press an address (every press is its own
+client: the order before presses took turns); "turns" gives each its address.
 """
 
 from __future__ import annotations
@@ -168,6 +176,63 @@ def sweep(T: int, heads: int, d_k: int, should_stop) -> str:
     return f"{done} of {len(plan.points)} points, T ≤ {plan.Ts[-1]}, {heads}×{d_k}"
 
 
+def simulate(groups, slots: int, job_s: float, turns: bool) -> dict[str, list[float]]:
+    """Seconds each non-repeating press waits for a slot. `groups` are (name, sessions,
+    repeats): `sessions` presses from one address, joined in order at time 0; a repeating
+    group's sessions press again as soon as their job ends (a hog holding tabs)."""
+    sys.path.insert(0, str(ROOT))
+    from ui.jobs import Limiter
+
+    now = [0.0]
+    lim = Limiter(slots, clock=lambda: now[0])
+    owner, ends, waits = {}, {}, {name: [] for name, _, repeats in groups if not repeats}
+
+    def press(name: str, i: int) -> None:
+        t = lim.join("job", session=f"{name}-{i}", client=name if turns else None)
+        owner[t] = (name, i)
+
+    for name, sessions, _ in groups:
+        for i in range(sessions):
+            press(name, i)
+    repeating = {name for name, _, repeats in groups if repeats}
+    total = sum(n for _, n, repeats in groups if not repeats)
+    while True:
+        for t in lim.order():
+            t.seen = now[0]  # every queued press is polling
+        while (line := lim.order()) and lim.acquire(line[0], timeout=0):
+            ends[line[0]] = now[0] + job_s
+            if owner[line[0]][0] in waits:
+                waits[owner[line[0]][0]].append(now[0] - line[0].joined)
+        if sum(len(w) for w in waits.values()) == total:
+            break
+        now[0] = min(ends.values())
+        for t in [t for t, end in ends.items() if end <= now[0]]:
+            del ends[t]
+            lim.release(t)
+            if owner[t][0] in repeating:
+                press(*owner[t])
+    return waits
+
+
+def queue_table(job_s: float = 30.0) -> None:
+    """The student's and the class's waits, first come versus turns (see the docstring)."""
+    print(f"jobs of {job_s:g} s each; a press waits at most 600 s (ATTN_JOB_WAIT_S)\n")
+    print("| slots | hog's tabs | who else presses | first come | turns |")
+    print("|---:|---:|---|---:|---:|")
+    for slots in (1, 2):
+        for held in (4, 20):
+            for others, label in (([("student", 1, False)], "one student, own address"),
+                                  ([("class", 10, False)], "10 students behind one router"),
+                                  ):  # fmt: skip
+                groups = [("hog", held, True), *others]
+                cells = []
+                for turns in (False, True):
+                    waits = simulate(groups, slots, job_s, turns)[others[0][0]]
+                    cells.append(f"{max(waits):.0f} s")
+                what = label if others[0][1] == 1 else f"{label} (the last of them)"
+                print(f"| {slots} | {held} | {what} | {cells[0]} | {cells[1]} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -175,7 +240,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=list(JOBS), choices=JOBS)
     ap.add_argument("--budget", type=float, default=None, help="seconds before a job is stopped")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--queue", action="store_true", help="the line's order (runs no job)")
     a = ap.parse_args(argv)
+    if a.queue:
+        queue_table()
+        return 0
     if a.child:
         print(json.dumps(run_job(a.child, a.budget)))
         return 0

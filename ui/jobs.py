@@ -3,13 +3,31 @@
 One Streamlit server runs every student's session in its own thread of one process. A
 heavy button (train, sweep, time) used to start its work at once, so a class pressing Run
 with thirty different settings ran thirty CPU-bound jobs together on a 2-core machine, and
-every other student's slider rerun waited behind them. Three rules fix that:
+every other student's slider rerun waited behind them. These rules fix that:
 
 - A server-wide limit on heavy jobs running at once (`ATTN_HEAVY_JOBS`, default: half the
   cores, at least 1 — on a 2-core machine one job runs and the other core stays free for
-  slider reruns). Presses queue first come, first served, and a queued press shows its
-  place in line and an estimate of the wait, refreshed while it waits. Moving a control
-  or pressing Stop ends the wait (Streamlit stops the run) and gives the place up.
+  slider reruns). The other presses queue; a queued press shows its place in line and an
+  estimate of the wait, refreshed while it waits. Moving a control or pressing Stop ends
+  the wait (Streamlit stops the run) and gives the place up.
+- The line takes turns between clients, not first come, first served. A client is the
+  press's network address (`st.context.ip_address`), else its browser session. When a
+  slot frees, the next job is the oldest press of the client with the fewest jobs running,
+  and among those, of the client served least recently (one never served goes first).
+  So one person holding many tabs gets one turn in each round, and a student from another
+  address waits for at most one of their jobs, not for all of them. A whole class behind
+  one school router shares one address: its presses run first come, first served among
+  themselves and, together, take turns with each other address (the price: such a class
+  gets one address's share; `python bench/jobs.py --queue` has the figures). Behind a
+  load balancer every press has the balancer's address, so the line is first come, first
+  served. Without a runtime (AppTest, a script) a press has no identity and is a client
+  of its own: first come, first served too.
+- One ticket per browser session: a session's new press withdraws its older press still
+  in line (a page reruns on a new press, so the older one is stale anyway). And at most
+  `ATTN_JOBS_PER_CLIENT` presses (default 40: a class behind one router fits) from one
+  address at once; a press past that is refused with a message. The turn-taking, not this
+  cap, is what keeps a busy address from holding up the others; the cap bounds what one
+  address can pile onto the server.
 - A time budget per job (`ATTN_JOB_BUDGET_S`, default 30 s). A job polls
   `job.should_stop()` between its steps and, once the budget is spent, ends cleanly with
   what it has; the page says so and does not keep that partial result as the final one.
@@ -21,12 +39,15 @@ shared by all sessions and takes a slot only when the store has nothing for its 
 (`shared()` does both, and waits for another session already running the same key).
 
 Set `ATTN_JOBS_LOG` to a file path to get one JSON line per job (kind, place in line,
-seconds waited and run, outcome); bench/load.py reads it.
+seconds waited and run, outcome: finished, stopped, cancelled, error, gave-up, replaced
+or refused); bench/load.py reads it.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import heapq
 import itertools
 import json
 import os
@@ -45,6 +66,7 @@ POLL_S = 0.5  # how often a queued press checks its place
 REDRAW_S = 5.0  # a queued press redraws its message when its place changes, else this often
 STALE_S = 30.0  # a queued press not heard from for this long has gone (its thread ended)
 EWMA = 0.3  # weight of the newest run in a kind's typical duration
+SERVED_MEMORY = 4096  # owners whose last turn the line remembers (the oldest are forgotten)
 
 
 def _env_number(name: str, default: float, *, cast=float, low: float = 0) -> float:
@@ -71,6 +93,29 @@ def wait_cap_s() -> float:
     return _env_number("ATTN_JOB_WAIT_S", 600.0, low=0.0)
 
 
+def client_cap(slots: int) -> int:
+    """Presses one network address may have running or in line at once:
+    ATTN_JOBS_PER_CLIENT, else 40 (a class behind one school router fits) or 8 a slot."""
+    return int(_env_number("ATTN_JOBS_PER_CLIENT", max(40, 8 * slots), cast=int, low=1))
+
+
+def who() -> tuple[str | None, str | None]:
+    """(browser session id, network address) of the calling script thread; None for
+    what is unknown. Outside a server's runtime (AppTest, a bare script) both are None:
+    AppTest gives every test the same session id, and a press there is its own client."""
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True) if runtime.exists() else None
+    if ctx is None:
+        return None, None
+    try:
+        address = st.context.ip_address
+    except Exception:  # no client context (a thread of its own): the session alone
+        address = None
+    return ctx.session_id, address
+
+
 def ordinal(n: int) -> str:
     """1 -> '1st', 2 -> '2nd', 11 -> '11th', 23 -> '23rd'."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
@@ -89,35 +134,112 @@ class Ticket:
     expected_s: float | None = None
     started: float | None = None
     place: int = 0  # its place in line when it joined (1 = next to run)
+    session: str | None = None  # the browser session that pressed (None: unknown)
+    client: str | None = None  # its network address (None: unknown)
+    replaced: bool = False  # a newer press of the same session took its place in line
+
+    @property
+    def owner(self) -> Hashable:
+        """Who takes turns: the address, else the session, else this press alone."""
+        if self.client is not None:
+            return ("client", self.client)
+        return ("session", self.session) if self.session is not None else ("press", self.serial)
 
 
 class Limiter:
-    """At most `slots` tickets run at once; the others wait first in, first out.
+    """At most `slots` tickets run at once; the others wait, taking turns between owners.
 
     Thread-safe and shared: every session's script thread calls it. `acquire` blocks
     (up to a timeout) until the ticket is first in line and a slot is free; `release`
-    frees the slot (or the place in line) and must run in a `finally`.
+    frees the slot (or the place in line) and must run in a `finally`. The line's order
+    is `order()`: tickets whose owners (`Ticket.owner`) have the fewest jobs running go
+    first, then those of the owner served least recently, then the oldest.
+    `per_client` caps the tickets one address holds at once (None: no cap).
     """
 
-    def __init__(self, slots: int, *, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        slots: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        per_client: int | None = None,
+    ):
         if int(slots) != slots or slots < 1:
             raise ValueError(f"slots must be a positive integer; got {slots}")
         self.slots = int(slots)
         self.clock = clock
+        self.per_client = per_client
         self._cond = threading.Condition()
-        self._waiting: deque[Ticket] = deque()
+        self._waiting: list[Ticket] = []  # in the order they joined (serial)
         self._running: list[Ticket] = []
         self._typical: dict[str, float] = {}  # kind -> typical seconds (moving average)
         self._serial = itertools.count(1)
+        self._turns = itertools.count(1)  # numbers each start, for "served least recently"
+        self._served: OrderedDict[Hashable, int] = OrderedDict()  # owner -> its last start
         self.max_running = 0  # the most tickets that ever ran at once (for tests and benches)
 
-    def join(self, kind: str, what: str = "", expected_s: float | None = None) -> Ticket:
+    def join(
+        self,
+        kind: str,
+        what: str = "",
+        expected_s: float | None = None,
+        *,
+        session: str | None = None,
+        client: str | None = None,
+    ) -> Ticket:
+        """A new ticket in line. It replaces the session's older ticket still in line;
+        raises GaveUpError if the client already holds `per_client` tickets."""
         now = self.clock()
         with self._cond:
-            t = Ticket(kind, what, next(self._serial), now, now, expected_s)
+            self._withdraw(session)
+            held = sum(x.client == client for x in (*self._waiting, *self._running))
+            if client is not None and self.per_client is not None and held >= self.per_client:
+                raise GaveUpError(
+                    f"The server is busy: {held} heavy jobs from your network address are "
+                    "running or in line already, as many as it takes from one address. "
+                    "Press again once some have finished."
+                )
+            t = Ticket(kind, what, next(self._serial), now, now, expected_s,
+                       session=session, client=client)  # fmt: skip
             self._waiting.append(t)
-            t.place = len(self._waiting)
+            t.place = self._order().index(t) + 1
             return t
+
+    def _withdraw(self, session: str | None) -> None:
+        """Take `session`'s ticket out of the line (its thread sees `replaced`)."""
+        if session is None:
+            return
+        for old in [x for x in self._waiting if x.session == session]:
+            old.replaced = True
+            self._waiting.remove(old)
+            self._cond.notify_all()
+
+    def _order(self, first: int | None = None) -> list[Ticket]:
+        """The line (its `first` tickets) in the order it will be served if no running job
+        ends first: each pick counts as one more job running for its owner, who is then
+        the one served most recently. Call with the lock held."""
+        queues: dict[Hashable, deque[Ticket]] = {}
+        for x in self._waiting:
+            queues.setdefault(x.owner, deque()).append(x)
+        running: dict[Hashable, int] = {}
+        for x in self._running:
+            running[x.owner] = running.get(x.owner, 0) + 1
+        heap = [
+            (running.get(o, 0), self._served.get(o, 0), q[0].serial, o) for o, q in queues.items()
+        ]
+        heapq.heapify(heap)  # serials are unique, so ties never compare owners
+        order, turn = [], itertools.count(next(iter(reversed(self._served.values())), 0) + 1)
+        while heap and (first is None or len(order) < first):
+            busy, _, _, o = heapq.heappop(heap)
+            order.append(queues[o].popleft())
+            if queues[o]:
+                heapq.heappush(heap, (busy + 1, next(turn), queues[o][0].serial, o))
+        return order
+
+    def order(self) -> list[Ticket]:
+        """The tickets in line, next to run first."""
+        with self._cond:
+            return self._order()
 
     def _drop_stale(self) -> None:
         now = self.clock()
@@ -129,26 +251,39 @@ class Limiter:
 
     def _may_start(self, t: Ticket) -> bool:
         self._drop_stale()
-        return bool(self._waiting) and self._waiting[0] is t and len(self._running) < self.slots
+        if t.replaced or len(self._running) >= self.slots or t not in self._waiting:
+            return False
+        return self._order(1)[0] is t
 
     def acquire(self, t: Ticket, timeout: float | None = None) -> bool:
-        """Wait until `t` may run (True), or `timeout` seconds pass (False)."""
+        """Wait until `t` may run (True), or `timeout` seconds pass (False). A ticket
+        replaced by its session's newer press never runs (False at once)."""
         with self._cond:
             if t.started is not None:
                 return True
+            if t.replaced:
+                return False
             if t not in self._waiting:  # dropped as stale (its thread was held up): back
-                ahead = sum(x.serial < t.serial for x in self._waiting)  # to its old place
-                self._waiting.insert(ahead, t)
+                bisect.insort(self._waiting, t, key=lambda x: x.serial)  # to its old place
             t.seen = self.clock()
-            if not self._cond.wait_for(lambda: self._may_start(t), timeout):
+            ready = self._cond.wait_for(lambda: t.replaced or self._may_start(t), timeout)
+            if not ready or t.replaced:
                 t.seen = self.clock()
                 return False
-            self._waiting.popleft()
-            t.started = self.clock()
-            self._running.append(t)
-            self.max_running = max(self.max_running, len(self._running))
-            self._cond.notify_all()  # the next in line may start too, if a slot is left
+            self._start(t)
             return True
+
+    def _start(self, t: Ticket) -> None:
+        self._waiting.remove(t)
+        t.started = self.clock()
+        self._running.append(t)
+        self.max_running = max(self.max_running, len(self._running))
+        if t.client is not None or t.session is not None:  # a press alone has no next turn
+            self._served[t.owner] = next(self._turns)
+            self._served.move_to_end(t.owner)
+        while len(self._served) > SERVED_MEMORY:  # forget the owners served longest ago
+            self._served.popitem(last=False)
+        self._cond.notify_all()  # the next in line may start too, if a slot is left
 
     def release(self, t: Ticket) -> None:
         """Free `t`'s slot (recording how long it ran) or its place in line. Idempotent."""
@@ -168,7 +303,7 @@ class Limiter:
             if t in self._running:
                 return 0
             try:
-                return self._waiting.index(t) + 1
+                return self._order().index(t) + 1
             except ValueError:
                 return -1
 
@@ -180,9 +315,9 @@ class Limiter:
     def wait_estimate(self, t: Ticket, cap_s: float) -> float:
         """Seconds until `t` starts if every job ahead takes its typical time (≤ cap_s).
 
-        Jobs are handed to whichever slot frees first, the way `acquire` hands them out.
-        A kind never measured on this server counts as `expected_s` if the page gave one,
-        else as the whole budget `cap_s`.
+        Jobs are handed, in the line's order (`order()`), to whichever slot frees first,
+        the way `acquire` hands them out. A kind never measured on this server counts as
+        `expected_s` if the page gave one, else as the whole budget `cap_s`.
         """
         now = self.clock()
         with self._cond:
@@ -193,7 +328,7 @@ class Limiter:
 
             free = sorted(max(0.0, typical(r) - (now - r.started)) for r in self._running)
             free += [0.0] * (self.slots - len(free))  # idle slots are free now
-            for x in self._waiting:
+            for x in self._order():
                 if x is t:
                     return free[0]
                 free[0] += typical(x)
@@ -254,7 +389,8 @@ def limiter() -> Limiter:
     global _LIMITER
     with _LIMITER_LOCK:
         if _LIMITER is None:
-            _LIMITER = Limiter(default_slots())
+            slots = default_slots()
+            _LIMITER = Limiter(slots, per_client=client_cap(slots))
         return _LIMITER
 
 
@@ -262,7 +398,8 @@ def reset(slots: int | None = None) -> Limiter:
     """A fresh limiter (with `slots`, or the default) and no stored results: for tests."""
     global _LIMITER
     with _LIMITER_LOCK:
-        _LIMITER = Limiter(default_slots() if slots is None else slots)
+        slots = default_slots() if slots is None else slots
+        _LIMITER = Limiter(slots, per_client=client_cap(slots))
         _RESULTS.clear()
         return _LIMITER
 
@@ -285,7 +422,9 @@ def queue_text(lim: Limiter, t: Ticket, waited: float, budget: float) -> str:
     return (
         f"Queued: **{ordinal(place)} in line**, about {eta:.0f} s to go (waited {waited:.0f} s). "
         f"The server runs {slots} so that sliders stay quick for everyone ({running} running "
-        f"now, each stopped after at most {budget:g} s). Moving a control gives up your place."
+        f"now, each stopped after at most {budget:g} s). Network addresses take turns, so "
+        "someone who has not had a turn yet may go ahead of you. Moving a control gives up "
+        "your place."
     )
 
 
@@ -336,9 +475,12 @@ def slot(
     """Wait for a heavy-job slot, showing the place in line; yield the running Job.
 
     `show(markdown)` draws the queue message (default: an st.info in a fresh st.empty(),
-    cleared once the job starts); it runs every POLL_S seconds while the press waits, and
-    each call is a point where Streamlit can stop the run (a new rerun, Stop, a closed
-    tab) — the `finally` then gives the place up. Raises GaveUpError after ATTN_JOB_WAIT_S.
+    cleared once the job starts); it runs when the press's place changes, else every
+    REDRAW_S seconds, and each call is a point where Streamlit can stop the run (a new
+    rerun, Stop, a closed tab) — the `finally` then gives the place up. Raises
+    GaveUpError after ATTN_JOB_WAIT_S, when a newer press of the same session replaced
+    this one in line, or when the press's address (`who()`) already holds
+    ATTN_JOBS_PER_CLIENT tickets.
     """
     lim = limiter() if lim is None else lim
     budget = budget_s() if budget is None else budget
@@ -346,13 +488,13 @@ def slot(
     if show is None:
         box = st.empty()
         show = _info(box)
-    t = lim.join(kind, what, expected_s)
+    t = _join(lim, kind, what, expected_s)
     outcome, job = "cancelled", None
     try:
         try:
             shown = _wait_for_turn(lim, t, show, budget)
         except GaveUpError:
-            outcome = "gave-up"
+            outcome = "replaced" if t.replaced else "gave-up"
             raise
         if shown and box is not None:
             box.empty()
@@ -380,12 +522,28 @@ def slot(
         )  # fmt: skip
 
 
+def _join(lim: Limiter, kind: str, what: str, expected_s: float | None) -> Ticket:
+    """This session's ticket in line (`who()` says whose); a refused press is logged."""
+    session, client = who()
+    try:
+        return lim.join(kind, what, expected_s, session=session, client=client)
+    except GaveUpError:
+        _log(kind=kind, what=what, place=0, waited_s=0.0, ran_s=0.0, outcome="refused")
+        raise
+
+
 def _wait_for_turn(lim: Limiter, t: Any, show: Callable[[str], None], budget: float) -> bool:
     """Block until ticket `t` holds a slot, showing its place; True if anything was shown.
-    Raises GaveUpError after ATTN_JOB_WAIT_S."""
+    Raises GaveUpError after ATTN_JOB_WAIT_S, or once a newer press of its session
+    replaced it in line."""
     cap, shown, last = wait_cap_s(), False, (None, 0.0)
     while not lim.acquire(t, timeout=POLL_S):
         waited = lim.clock() - t.joined
+        if t.replaced:
+            raise GaveUpError(
+                "A newer press in this tab took this press's place in line, so this one "
+                "was dropped."
+            )
         if waited >= cap:
             raise GaveUpError(
                 f"The server is busy: after {waited:.0f} s this press was still "

@@ -116,6 +116,166 @@ def test_wait_estimate_spreads_over_slots():
     assert [lim.wait_estimate(t, 30) for t in ts[2:]] == [10, 10, 20]
 
 
+# --- the line takes turns between clients: one person's many tabs cannot hold it (issue 39)
+
+HOG, STUDENT = "10.0.0.9", "10.0.0.7"  # two network addresses
+
+
+def _hog(lim: jobs.Limiter, n: int, **kw) -> list[jobs.Ticket]:
+    """n tabs of one person: n browser sessions from one address, pressed in this order."""
+    return [lim.join("train", f"hog {i}", session=f"hog-{i}", client=HOG, **kw) for i in range(n)]
+
+
+def test_a_student_is_served_before_a_hogs_other_queued_tabs():
+    lim = jobs.Limiter(1, clock=Clock())
+    hog = _hog(lim, 4)
+    assert lim.acquire(hog[0], timeout=0)  # one of the hog's tabs runs, three wait
+    student = lim.join("train", "mine", session="s", client=STUDENT)
+    assert lim.order() == [student, *hog[1:]]
+    assert [lim.position(t) for t in (student, *hog[1:])] == [1, 2, 3, 4]
+    assert student.place == 1
+    lim.release(hog[0])  # the slot frees: the student goes next, not after the other three
+    assert not lim.acquire(hog[1], timeout=0)
+    assert lim.acquire(student, timeout=0)
+    lim.release(student)
+    assert lim.acquire(hog[1], timeout=0)
+    lim.release(hog[1])
+
+
+def test_behind_someone_elses_job_a_student_waits_for_one_hog_job_not_four():
+    lim = jobs.Limiter(1, clock=Clock())
+    other = lim.join("train", session="x", client="10.0.0.1")
+    assert lim.acquire(other, timeout=0)
+    hog = _hog(lim, 4)
+    student = lim.join("train", session="s", client=STUDENT)
+    assert lim.order() == [hog[0], student, *hog[1:]]  # the hog's first press came first
+    # Presses without an identity (AppTest, a script) are each a client of their own, and
+    # the line is first come, first served: the order before clients took turns.
+    plain = jobs.Limiter(1, clock=Clock())
+    presses = [plain.join("train", session=f"tab-{i}") for i in range(4)]
+    presses.append(plain.join("train"))
+    assert plain.order() == presses
+
+
+def test_busy_clients_take_turns_and_the_line_is_served_in_its_order():
+    clock = Clock()
+    lim = jobs.Limiter(1, clock=clock)
+    a = [lim.join("t", f"a{i}", session=f"a{i}", client="A") for i in range(3)]
+    b = [lim.join("t", f"b{i}", session=f"b{i}", client="B") for i in range(2)]
+    c = lim.join("t", "c", client="C")  # an address with an unknown session
+    predicted = lim.order()
+    assert predicted == [a[0], b[0], c, a[1], b[1], a[2]]
+    served = []
+    while lim.counts()[1]:
+        [t] = [t for t in predicted if t.started is None and lim.acquire(t, timeout=0)]
+        served.append(t)
+        clock.now += 5
+        lim.release(t)
+    assert served == predicted  # positions shown while waiting were the real order
+    # A had the last turn, so with nothing running A's new press waits behind B's, even
+    # though A pressed first.
+    a_again = lim.join("t", session="a0", client="A")
+    b_again = lim.join("t", session="b0", client="B")
+    assert lim.order() == [b_again, a_again]
+    for t in (a_again, b_again):
+        lim.release(t)
+
+
+def test_wait_estimates_follow_the_line_order():
+    clock = Clock()
+    lim = jobs.Limiter(2, clock=clock)
+    hog = _hog(lim, 5, expected_s=10)
+    assert lim.acquire(hog[0], timeout=0) and lim.acquire(hog[1], timeout=0)
+    student = lim.join("train", session="s", client=STUDENT, expected_s=10)
+    line = lim.order()
+    assert line == [student, *hog[2:]]
+    # two slots, each busy for 10 s: first come it would have been 20 s for the student
+    assert [lim.wait_estimate(t, 30) for t in line] == [10, 10, 20, 20]
+    text = jobs.queue_text(lim, student, 0, 30)
+    assert "1st in line" in text and "about 10 s to go" in text
+    assert "Network addresses take turns" in text
+
+
+def test_a_session_holds_one_ticket_its_new_press_replaces_the_old():
+    lim = jobs.Limiter(1, clock=Clock())
+    holder = lim.join("t", session="x", client="10.0.0.1")
+    assert lim.acquire(holder, timeout=0)
+    old = lim.join("t", "d_k 8", session="s", client=STUDENT)
+    other = lim.join("t", session="o", client="10.0.0.2")
+    new = lim.join("t", "d_k 16", session="s", client=STUDENT)
+    assert old.replaced and not new.replaced
+    assert lim.position(old) == -1 and not lim.acquire(old, timeout=0)
+    assert lim.counts() == (1, 2) and lim.order() == [other, new]
+    lim.release(old)  # its thread's finally: a no-op
+    assert lim.counts() == (1, 2)
+
+
+def test_a_replaced_press_stops_waiting_and_says_why(tmp_path, monkeypatch):
+    log = tmp_path / "jobs.jsonl"
+    monkeypatch.setenv("ATTN_JOBS_LOG", str(log))
+    monkeypatch.setattr(jobs, "POLL_S", 0.05)
+    monkeypatch.setattr(jobs, "who", lambda: ("s", STUDENT))  # every press: the same tab
+    lim = jobs.Limiter(1)
+    holder = lim.join("t", session="x", client="10.0.0.1")
+    assert lim.acquire(holder, timeout=0)
+    queued, errors = threading.Event(), []
+
+    def first_press() -> None:
+        try:
+            with jobs.slot("t", "first", lim=lim, show=lambda _: queued.set(), budget=5):
+                raise AssertionError("must not run")
+        except jobs.GaveUpError as e:
+            errors.append(str(e))
+
+    th = threading.Thread(target=first_press)
+    th.start()
+    assert queued.wait(10)  # the first press is in line and has said so
+    second = lim.join("t", "second", session="s", client=STUDENT)
+    th.join(10)
+    assert len(errors) == 1 and "newer press in this tab" in errors[0]
+    assert lim.order() == [second] and lim.counts() == (1, 1)
+    assert json.loads(log.read_text().splitlines()[-1])["outcome"] == "replaced"
+    for t in (second, holder):
+        lim.release(t)
+
+
+def test_one_address_holds_at_most_its_cap(tmp_path, monkeypatch):
+    lim = jobs.Limiter(1, clock=Clock(), per_client=3)
+    mine = [lim.join("t", session=f"s{i}", client=STUDENT) for i in range(3)]
+    assert lim.acquire(mine[0], timeout=0)  # a running job counts too
+    with pytest.raises(jobs.GaveUpError, match="3 heavy jobs from your network address"):
+        lim.join("t", session="s9", client=STUDENT)
+    again = lim.join("t", session="s2", client=STUDENT)  # a tab's new press replaces its own
+    assert mine[2].replaced and lim.counts() == (1, 2)
+    lim.join("t", session="o", client="10.0.0.2")  # another address is not held up
+    for i in range(5):
+        lim.join("t", session=f"n{i}")  # an unknown address has no cap
+    lim.release(mine[0])
+    assert lim.join("t", session="s9", client=STUDENT).client == STUDENT  # a place freed
+    # through slot(): the refused press raises the message and is logged as refused
+    log = tmp_path / "jobs.jsonl"
+    monkeypatch.setenv("ATTN_JOBS_LOG", str(log))
+    monkeypatch.setattr(jobs, "who", lambda: ("s10", STUDENT))
+    with pytest.raises(jobs.GaveUpError, match="network address"), jobs.slot("t", lim=lim):
+        raise AssertionError("must not run")
+    assert json.loads(log.read_text())["outcome"] == "refused"
+    assert again.client == STUDENT and lim.counts() == (0, 9)
+
+
+def test_the_cap_fits_a_class_behind_one_router(monkeypatch):
+    monkeypatch.delenv("ATTN_JOBS_PER_CLIENT", raising=False)
+    assert jobs.client_cap(1) == 40 and jobs.client_cap(8) == 64
+    monkeypatch.setenv("ATTN_JOBS_PER_CLIENT", "5")
+    assert jobs.client_cap(1) == 5
+    monkeypatch.setenv("ATTN_JOBS_PER_CLIENT", "0")
+    assert jobs.client_cap(1) == 40
+
+
+def test_outside_a_server_a_press_has_no_identity():
+    """AppTest gives every test the same session id; without a runtime nobody is named."""
+    assert jobs.who() == (None, None)
+
+
 def test_ordinal():
     names = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 11: "11th", 12: "12th", 13: "13th"}
     names |= {21: "21st", 22: "22nd", 101: "101st", 111: "111th"}

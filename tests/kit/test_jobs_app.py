@@ -114,6 +114,29 @@ def test_a_queued_press_waits_its_turn_then_runs(
     assert entries[0]["waited_s"] >= 0.5 and entries[0]["place"] == 1
 
 
+def test_a_press_goes_ahead_of_one_clients_queued_tabs(monkeypatch, tmp_path, fresh_limiter):
+    """One address holds the slot and three more places in line; a press from elsewhere
+    (this AppTest) is 1st in line and runs as soon as the slot frees."""
+    log = tmp_path / "jobs.jsonl"
+    monkeypatch.setenv("ATTN_JOBS_LOG", str(log))
+    monkeypatch.setattr(jobs, "POLL_S", 0.1)
+    hog = [fresh_limiter.join("training", session=f"tab-{i}", client="10.0.0.9") for i in range(4)]
+    assert fresh_limiter.acquire(hog[0], timeout=0)
+    at = run_page("pages/training.py", reveal=True, d_k="8", steps="50", seed="4324")
+    timer = threading.Timer(1.0, fresh_limiter.release, args=(hog[0],))
+    timer.start()
+    try:
+        _press(at, "Run both")
+    finally:
+        timer.join()
+        for t in hog:
+            fresh_limiter.release(t)
+    [entry] = [json.loads(line) for line in log.read_text().splitlines()]
+    assert entry["place"] == 1 and entry["outcome"] == "finished", entry  # not 4th
+    assert entry["waited_s"] >= 0.5
+    assert all(t.started is None for t in hog[1:])  # the hog's other tabs still wait
+
+
 def test_heads_live_training_stops_at_the_budget(monkeypatch):
     _budget(monkeypatch, 0.5)
     at = _press(
