@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -28,15 +29,46 @@ CHROMIUM_ARGS = [
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 # Installed before any page script: timestamps every websocket message the app
-# receives. A rerun is over when its last message (script finished) has arrived;
-# the script-state attribute alone can miss a fast rerun that React batches away.
+# receives, and every run's end (ForwardMsg.script_finished, field 6, read from the
+# message's top-level protobuf fields: tests/kit/test_browser_support.py checks the field
+# number against the pinned Streamlit). A rerun is over when its script_finished has
+# arrived: the script-state attribute alone misses a run whose start and end React
+# batches into one render, which a busy renderer does (a throttled Chromium missed most
+# tab switches on /model and /multi-head that way).
 _WS_SPY = """
 (() => {
   const Orig = window.WebSocket;
   window.__wsTimes = [];
+  window.__finished = [];  // [time, status]: 0 a whole run, 2 cut short, 3 a fragment's run
+  function varint(b, i) {
+    let v = 0, s = 1;
+    for (;;) { const x = b[i++]; v += (x & 127) * s; s *= 128; if (x < 128) return [v, i]; }
+  }
+  function finished(buf) {
+    const b = new Uint8Array(buf);
+    let i = 0;
+    while (i < b.length) {
+      let tag, n;
+      [tag, i] = varint(b, i);
+      const wire = tag & 7;
+      if (wire === 0) { [n, i] = varint(b, i); if (tag >>> 3 === 6) return n; }
+      else if (wire === 2) { [n, i] = varint(b, i); i += n; }
+      else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return null;
+    }
+    return null;
+  }
   function Spy(...args) {
     const ws = new Orig(...args);
-    ws.addEventListener('message', () => window.__wsTimes.push(performance.now()));
+    ws.addEventListener('message', (e) => {
+      const t = performance.now();
+      window.__wsTimes.push(t);
+      if (e.data instanceof ArrayBuffer) {
+        const status = finished(e.data);
+        if (status !== null) window.__finished.push([t, status]);
+      }
+    });
     return ws;
   }
   Spy.prototype = Orig.prototype;
@@ -85,6 +117,9 @@ def streamlit_server(
     .streamlit/config.toml."""
     port = port or free_port()
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The server's log goes to a file: a pipe nobody reads fills after 64 KB of warnings
+    # over a long test run, and then every thread of the server that logs blocks.
+    log = tempfile.TemporaryFile()  # noqa: SIM115  (closed in the finally below)
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "streamlit", "run", app,
@@ -92,14 +127,15 @@ def streamlit_server(
             "--server.headless=true", "--browser.gatherUsageStats=false",
             "--server.fileWatcherType=none", *flags,
         ],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
+                log.seek(0)
+                raise RuntimeError(f"streamlit exited: {log.read().decode()[-2000:]}")
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:
@@ -112,6 +148,7 @@ def streamlit_server(
         yield url
     finally:
         stop(proc)
+        log.close()
 
 
 def stop(proc: subprocess.Popen, timeout_s: float = 15) -> None:
@@ -141,28 +178,16 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout_ms, state="attached")
 
 
-# Counts the app's runs: every time its script state leaves "notRunning".
-_RUN_COUNTER_JS = """
-() => {
-  if (window.__runs !== undefined) return window.__runs;
-  window.__runs = 0;
-  const app = document.querySelector('[data-testid="stApp"]');
-  new MutationObserver(() => {
-    if (app.getAttribute('data-test-script-state') !== 'notRunning') window.__runs += 1;
-  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-  return 0;
-}
-"""
-
-
 def click_and_wait_run(page, locator, timeout_ms: int = 60_000) -> None:
-    """Click `locator` and wait until the run it starts has finished (not an idle moment
-    before that run began, when the old step's elements are still on the page) and the
-    page has settled."""
-    runs = page.evaluate(_RUN_COUNTER_JS)
+    """Click `locator` and wait until the run it starts has finished: a whole run's
+    script_finished has arrived after the click (not an idle moment before that run
+    began, when the old step's elements are still on the page), then the page is idle
+    and has settled."""
+    ends = page.evaluate("() => window.__finished.length")
     locator.click()
     page.wait_for_function(
-        f"() => window.__runs > {runs} && document.querySelector('{IDLE}') !== null",
+        f"() => window.__finished.slice({ends}).some(([, status]) => status === 0)"
+        f" && document.querySelector('{IDLE}') !== null",
         timeout=timeout_ms,
         polling=50,
     )
