@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.support.browser import SIDEBAR_SLIDERS, open_page, wait_idle
+from tests.support.browser import SIDEBAR_SLIDERS, open_page, settle, wait_idle
 
 pytestmark = pytest.mark.browser
 FOLLOWING = "Following the teacher"
@@ -29,10 +29,16 @@ def wait_param(page, key: str, value: str, timeout: int = 15_000) -> None:
     )
 
 
-def press(page, slider, key: str = "ArrowRight") -> None:
+def press(page, slider, key: str = "ArrowRight", timeout: int = 15_000) -> None:
+    """Press a key on a bound slider and wait for the run it starts to write the URL and end.
+
+    Waits for that event, not for a time: on a loaded machine the run can begin more than
+    a fixed sleep (200 ms, before) after the key press, and wait_idle would then return on
+    the page still idle from before, with the URL not yet moved."""
+    before = page.evaluate("() => location.search")
     slider.focus()
     page.keyboard.press(key)
-    page.wait_for_timeout(200)
+    page.wait_for_function("s => location.search !== s", arg=before, timeout=timeout, polling=100)
     wait_idle(page)
 
 
@@ -55,6 +61,7 @@ def test_a_class_follows_its_teacher(server_url, browser):
         a, b = students
 
         # a following page is woken by the room, it does not poll: an idle one sends nothing
+        settle(b)  # its own run done: what it sends from here on is polling
         cdp = b.context.new_cdp_session(b)
         cdp.send("Network.enable")
         sent: list = []
