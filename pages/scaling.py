@@ -147,13 +147,15 @@ def training_start(d_k: int):
     """The training lab's own numbers for d_k at its defaults: the same attn_core.train_pair
     calls with the same arguments as pages/training.py (its step-0 cache, its Run button).
 
-    ~0.2 s at d_k = 64 on a CPU, 0.7 s at 512: run only when the "Two keys" step is open.
+    0.6 s of CPU at d_k = 64, 2.7 s at 512 (one thread): run only when the "Two keys" step
+    is open, once per server and d_k, in a worker process (ui.jobs.call) like every heavy
+    job, so that it never holds the server's other sessions up.
     """
     dev = ui.device()
     kw = dict(optimizer="sgd", lr=training.DEFAULT_LR["sgd"], init_std=1.0, seed=0, device=dev)
     train = training.train_pair
-    a, b = train(d_k, steps=TRAIN_STEP + 1, **kw)  # its Run button's first 51 steps
-    _, b3 = train(d_k, steps=1, init_std=3.0, seed=0, device=dev)  # its step0(d_k, 3, 0)
+    a, b = ui.jobs.call(train, d_k, steps=TRAIN_STEP + 1, **kw)  # its Run's first 51 steps
+    _, b3 = ui.jobs.call(train, d_k, steps=1, init_std=3.0, seed=0, device=dev)  # step0(d_k, 3, 0)
     step = min(TRAIN_STEP, a.done - 1, b.done - 1)  # earlier only if a run diverged
     return dict(
         d_k=d_k,

@@ -339,16 +339,18 @@ def value_width_walkthrough(
     def randn(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=g)
 
+    # Scaled in place and dropped once used: at d_model 1024, h 64, d_v 128 W_v, W_o are 32 MB
     x = randn(B, T, d_model)  # (B, T, d_model)
-    W_q, W_k = (randn(d_model, h * d_k) / math.sqrt(d_model) for _ in range(2))
-    W_v = randn(d_model, h * d_v) / math.sqrt(d_model)  # (d_model, h·d_v): its own width
-    W_o = randn(h * d_v, d_model) / math.sqrt(h * d_v)  # (h·d_v, d_model): back to d_model
+    W_q, W_k = (randn(d_model, h * d_k).div_(math.sqrt(d_model)) for _ in range(2))
     q = (x @ W_q).view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
     k = (x @ W_k).view(B, T, h, d_k).transpose(1, 2)  # (B, h, T, d_k)
+    W_v = randn(d_model, h * d_v).div_(math.sqrt(d_model))  # (d_model, h·d_v): its own width
     v = (x @ W_v).view(B, T, h, d_v).transpose(1, 2)  # (B, h, T, d_v)
+    W_v_shape, W_v = tuple(W_v.shape), None
     r = attention(q, k, v)  # scores (B, h, T, T): d_k is summed away in q·k
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v)  # (B, h, T, d_v)
     merged = r.output.transpose(1, 2).contiguous().view(B, T, h * d_v)  # (B, T, h·d_v)
+    W_o = randn(h * d_v, d_model).div_(math.sqrt(h * d_v))  # (h·d_v, d_model): to d_model
     y = merged @ W_o  # (B, T, d_model)
     wrong = d_v if d_v != d_k else d_k + 1  # the slip: keys made as wide as the values
     try:
@@ -360,7 +362,7 @@ def value_width_walkthrough(
         ShapeRow("x", tuple(x.shape), "x"),
         ShapeRow("q = split(x @ W_q)", tuple(q.shape), "q"),
         ShapeRow("k = split(x @ W_k)", tuple(k.shape), "k"),
-        ShapeRow("W_v", tuple(W_v.shape), "W_v"),
+        ShapeRow("W_v", W_v_shape, "W_v"),
         ShapeRow("v = split(x @ W_v)", tuple(v.shape), "v"),
         ShapeRow("q @ k.transpose(-2, -1)", tuple(r.scores.shape), "scores"),
         ShapeRow("softmax(scores) @ v", tuple(r.output.shape), "heads_out"),
