@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import math
 import os
 import sys
@@ -202,7 +203,11 @@ _IMPORT_LOCK = threading.Lock()
 
 def _import_transformers():
     with _IMPORT_LOCK:
-        hidden = [n for n in _UNUSED if n not in sys.modules]
+        # Only before transformers' first import: it decides then whether SciPy is there,
+        # and a transformers imported earlier (a test's importorskip) would now import
+        # scipy.optimize and fail on the hidden package.
+        fresh = "transformers" not in sys.modules
+        hidden = [n for n in _UNUSED if n not in sys.modules] if fresh else []
         for n in hidden:
             sys.modules[n] = None  # type: ignore[assignment]  # `import n` raises ImportError
         try:
@@ -525,8 +530,6 @@ RELATIONS = {
 
 
 def _read_json(path: Path) -> dict:
-    import json
-
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -688,18 +691,65 @@ def heads_before_drop(curve: list[float], drop: float = 0.05) -> int:
     return k
 
 
+KNOBS_FILE = ASSETS / "model_knobs.json"
+# The knob settings /model's Knobs step quotes for every visitor (the model's own, and one
+# knob turned at a time): their scores ship, so no visitor's rerun pays ~0.7 s for each.
+REFERENCE_KNOBS = {
+    "own": {},
+    "off": {"scaled": False},
+    "t3": {"temperature": 3.0},
+    "flip": {"causal": True},
+}
+
+
+def _knob_key(scaled=True, temperature=1.0, ablate=(), causal=None) -> str:
+    """One text per knob setting (an encoder's causal=None is its own, False)."""
+    heads = sorted([int(layer), int(head)] for layer, head in ablate)
+    return json.dumps([bool(scaled), float(temperature), heads, bool(causal)])
+
+
+def shipped_similarity(name: str, **knobs) -> Similarity | None:
+    """The shipped scores of `name` at one of REFERENCE_KNOBS; None for any other."""
+    ship = _read_json(KNOBS_FILE)
+    row = ship["scores"].get(_knob_key(**knobs)) if name == ship["model"] else None
+    if row is None:
+        return None
+    return Similarity(torch.tensor(row["para"]), torch.tensor(row["unrel"]))
+
+
+def write_knobs(loaded: LoadedModel) -> dict:
+    """Score REFERENCE_KNOBS on the shipped triples; write them to KNOBS_FILE."""
+    scores = {}
+    for knobs in REFERENCE_KNOBS.values():
+        sim = similarity(loaded, **knobs)
+        scores[_knob_key(**knobs)] = {"para": sim.para.tolist(), "unrel": sim.unrel.tolist()}
+    out = {
+        "about": f"{loaded.name} on assets/model_pairs.json: the anchor's cosine with its "
+        "paraphrase and with its unrelated sentence, at the knob settings /model quotes. "
+        "Written by `python -m attn_core.lessons.model knobs`.",
+        "model": loaded.name,
+        "scores": scores,
+    }
+    KNOBS_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
 def shipped_pruning() -> dict:
     """The pruning run `python -m attn_core.lessons.model` wrote to assets/ for MiniLM."""
     return _read_json(PRUNING_FILE)
 
 
 def main() -> None:
-    """Measure MiniLM's single-head effects and pruning curve; write them to assets/."""
-    import json
+    """Measure MiniLM's reference knob scores, single-head effects and pruning curve;
+    write them to assets/ (`knobs`: the knob scores only)."""
     import time
 
     t0 = time.perf_counter()
     m = load_model()
+    write_knobs(m)
+    print(f"wrote {KNOBS_FILE} in {time.perf_counter() - t0:.0f} s")
+    if sys.argv[1:] == ["knobs"]:
+        return
     single = single_head_effects(m)
     order = pruning_order(single)
     curve = pruning_curve(m, order)
