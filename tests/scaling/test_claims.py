@@ -213,6 +213,7 @@ def test_the_training_runs_only_when_the_two_keys_step_is_open(monkeypatch):
         return real(*args, **kw)
 
     monkeypatch.setattr(training, "train_pair", counting)  # the page trains through it
+    monkeypatch.setenv("ATTN_JOB_PROCESS", "0")  # ui.jobs.call here, where it is counted
     for step in ("Scores to weights", "Spread", "Saturation", "Jacobian", "Check yourself"):
         no_exception(run_page(PAGE, d_k="16", step=step))
     assert calls == []
