@@ -5,6 +5,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
@@ -400,35 +401,74 @@ def show_failure() -> None:
 # ----------------------------------------------------------------------------- the answer
 @ui.cache_data(max_entries=1, show_spinner=False)
 def measured_answer() -> dict:
-    """bench/training_answer.py's figures for the two reference settings (CPU)."""
+    """bench/training_answer.py's runs of the two reference settings, one per seed (CPU)."""
     return json.loads((ANSWER_FILE).read_text())
 
 
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _two_digits(x: float) -> str:
+    """Two significant digits: 270, not 2.7e+02."""
+    return f"{float(f'{x:.2g}'):,g}"
+
+
+def _span(xs: list[float], fmt: Callable[[float], str]) -> str:
+    """Measured values as a range in a sentence: "91–99%", or one value ("100%") when the
+    lowest and highest read the same."""
+    lo, hi = fmt(min(xs)), fmt(max(xs))
+    return hi if lo == hi else f"{lo.removesuffix('%')}–{hi}"
+
+
+def _seeds(seeds: list[int]) -> str:
+    """Seeds 0, 1, …, 7 as "0–7"; any other list as written."""
+    if seeds == list(range(seeds[0], seeds[0] + len(seeds))) and len(seeds) > 1:
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def _reaches_99(runs: list[dict]) -> str:
+    """When these runs (one, or one per seed) first answer a batch 99 % right, in words."""
+    at = [r["first_99"] for r in runs]
+    hit = [i for i in at if i is not None]
+    if not hit:
+        return W("answer.99.never")
+    if len(hit) == len(at):
+        return W("answer.99.by", at=max(hit))
+    return W("answer.99.some", at=max(hit), k=len(hit), n=len(at))
+
+
 def answer_text(figs: dict) -> str:
-    (s, u), (fs_, fu) = figs["default"], figs["failure"]
-    at = fu["first_99"]
-    fu_99 = W("answer.fu_99.at", at=_step(at, fu["steps"])) if at else W("answer.fu_99.never")
+    """The answer from `figs[name]`: a list of (scaled, unscaled) summaries per setting, one
+    run or one per seed; every figure is quoted as the range over them."""
+    (s, u), (fs_, fu) = (list(zip(*figs[n], strict=True)) for n in ANSWER_SETTINGS)
+    ratio = [b["tail_loss"] / a["tail_loss"] for a, b in figs["default"]]
+    f_ratio = [b["tail_loss"] / a["tail_loss"] for a, b in figs["failure"]]
     return W(
-        "answer", u_acc=u["tail_accuracy"], s_acc=s["tail_accuracy"], u_loss=u["tail_loss"],
-        s_loss=s["tail_loss"], d_k=FAILURE["d_k"], std=FAILURE["init_std"],
-        sat_start=fu["saturated_start"], sat=SATURATED,
-        fs_99=_step(fs_["first_99"], fs_["steps"]), fu_99=fu_99, fu_acc=fu["tail_accuracy"],
-        fu_steps=fu["steps"], fu_loss=fu["tail_loss"], fs_loss=fs_["tail_loss"],
+        "answer", u_acc=_span([r["tail_accuracy"] for r in u], _pct),
+        s_acc=_span([r["tail_accuracy"] for r in s], _pct), ratio=_span(ratio, _two_digits),
+        d_k=FAILURE["d_k"], std=FAILURE["init_std"], sat=SATURATED,
+        sat_start=_span([r["saturated_start"] for r in fu], _pct),
+        fs_99=_reaches_99(fs_), fu_99=_reaches_99(fu),
+        fu_acc=_span([r["tail_accuracy"] for r in fu], _pct), fu_steps=fu[0]["steps"],
+        fu_ratio=_span(f_ratio, _two_digits),
     )  # fmt: skip
 
 
 def answer(refs: dict) -> None:
     """The page's question answered before anyone presses Run, every figure measured: this
-    server's runs of the two reference settings where it has them, else the CPU figures of
-    bench/training_answer.py. A button sets the failing one."""
+    server's runs of the two reference settings where it has them (one run each, seed 0),
+    else bench/training_answer.py's CPU runs, one per seed, quoted as ranges. A button sets
+    the failing one."""
     shipped, figs, here = measured_answer(), {}, []
     for name in ANSWER_SETTINGS:
         if refs.get(name) is not None:
-            figs[name] = tuple(r.summary() for r in refs[name])
+            figs[name] = [tuple(r.summary() for r in refs[name])]
             here.append(name)
         else:
-            figs[name] = (shipped[name]["scaled"], shipped[name]["unscaled"])
-    box, side = st.columns([5, 1.4], vertical_alignment="center")
+            figs[name] = [(r["scaled"], r["unscaled"]) for r in shipped[name]["runs"]]
+    box, side = st.columns([5, 2.1], vertical_alignment="center")
     box.info(answer_text(figs), icon=":material/fact_check:")
     side.button(
         "Show the failure", on_click=show_failure, icon=":material/warning:", key="failure",
@@ -436,7 +476,9 @@ def answer(refs: dict) -> None:
         "the defaults (the link follows); then press Run both.",
     )  # fmt: skip
     where = {(): "none", ("default",): "default", ("failure",): "failure"}.get(tuple(here), "both")
-    side.caption(W(f"answer.where.{where}", **({"torch": shipped["torch"]} if not here else {})))
+    seeds, seed = _seeds(shipped["seeds"]), ANSWER_SETTINGS["default"]["seed"]
+    fields = {"none": dict(seeds=seeds, torch=shipped["torch"]), "both": dict(seed=seed)}
+    side.caption(W(f"answer.where.{where}", **fields.get(where, dict(seed=seed, seeds=seeds))))
 
 
 def two_key_text(s: Settings, a0, b0) -> str:

@@ -166,16 +166,49 @@ def test_bad_url_values_fall_back_with_a_note(params, bad):
     )  # the page still draws the defaults
 
 
-def test_the_answer_comes_first_with_measured_figures_and_one_click_shows_the_failure():
+def span(xs: list[float], fmt) -> str:
+    """A range of measured values as the answer words it: "91–99%", or "100%" when both
+    ends read the same."""
+    lo, hi = fmt(min(xs)), fmt(max(xs))
+    return hi if lo == hi else f"{lo.removesuffix('%')}–{hi}"
+
+
+def pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def two_digits(x: float) -> str:
+    return f"{float(f'{x:.2g}'):,g}"  # 270, not 2.7e+02
+
+
+def test_the_answer_comes_first_with_measured_figures_and_one_click_shows_the_failure(
+    fresh_server,
+):
+    """The box quotes the file's runs as ranges over its seeds, and says where they ran."""
     shipped = json.loads((ROOT / "assets" / "training_answer.json").read_text())
+    (s, u), (fs_, fu) = (
+        ([r["scaled"] for r in shipped[n]["runs"]], [r["unscaled"] for r in shipped[n]["runs"]])
+        for n in ("default", "failure")
+    )
     at = run_page(PAGE)
     box = next(i.value for i in at.info if "Measured: not at the defaults" in i.value)
-    u, fu = shipped["default"]["unscaled"], shipped["failure"]["unscaled"]
-    assert f"learns ({u['tail_accuracy']:.0%} of its last 50 batches right" in box
+    acc = [x["tail_accuracy"] for x in u]
+    assert f"learns ({span(acc, pct)} of its last 50 batches right" in box
+    ratio = [b["tail_loss"] / a["tail_loss"] for a, b in zip(s, u, strict=True)]
+    assert f"just higher ({span(ratio, two_digits)} times)" in box
+    assert (
+        f"the scaled run answers a batch 99% right by step {max(x['first_99'] for x in fs_)}" in box
+    )
     assert "the unscaled run never answers a batch 99% right" in box
-    assert f"ends at {fu['tail_accuracy']:.0%} right after {fu['steps']} steps" in box
-    assert f"{fu['saturated_start']:.0%} of the unscaled rows above 0.99" in box
-    assert any("Measured on a CPU when this app was built" in c.value for c in at.caption)
+    assert f"ends at {span([x['tail_accuracy'] for x in fu], pct)} right after 400 steps" in box
+    f_ratio = [b["tail_loss"] / a["tail_loss"] for a, b in zip(fs_, fu, strict=True)]
+    assert f"({span(f_ratio, two_digits)} times the scaled loss)" in box
+    assert f"{span([x['saturated_start'] for x in fu], pct)} of the unscaled rows above 0.99" in box
+    seeds = shipped["seeds"]
+    assert seeds == list(range(seeds[0], seeds[-1] + 1))
+    where = f"Over seeds {seeds[0]}–{seeds[-1]}, on a CPU when this app was built"
+    assert any(where in c.value for c in at.caption)
+    assert f"(torch {shipped['torch']})" in next(c.value for c in at.caption if where in c.value)
     at.button(key="failure").click().run()
     no_exception(at)
     assert at.select_slider(key="d_k").value == FAILURE["d_k"]
