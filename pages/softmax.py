@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 import torch
-from streamlit.elements.widgets import data_editor
 
 import ui
 from attn_core import DTYPES
@@ -131,176 +130,20 @@ def example_scores(s: Settings) -> Scores:
 
 
 # ---------------------------------------------------------------- what the editors may send
-# st.data_editor applies its state, the JSON the browser sends ({"edited_rows": {...},
-# "added_rows": [...], "deleted_rows": [...]}), to the table it is given, trusting it: a
-# row or column the table lacks raises, and every added row is a pandas append (5,000
-# rows made one rerun take 70 s, and every later rerun while the state lasted). So each
-# editor's state is cut to its table before the editor is drawn, in place: the dict that
-# st.session_state[key] returns is the one the editor then applies (Streamlit 1.67).
+# Each editor's state is cut to its table before the editors are drawn (ui.bound_editor):
+# the query keeps its one row, the tokens table at most MAX_TOKENS rows.
 
 KV_COLS = ["token", *K_COLS, *V_COLS]
-CELL_CHARS = 32  # the longest cell text kept: a number, or a token name (the editor takes 12)
-CELL_TYPES = (str, int, float, bool, type(None))  # what a text cell's edit can be
-FIELDS = (("edited_rows", dict), ("added_rows", list), ("deleted_rows", list))
-UNREADABLE = "softmax_unreadable"  # marks a state Streamlit could not parse (see below)
-_NO_STATE = object()  # st.session_state has no value for the key
 
 
-@dataclass
-class Cut:
-    """What was cut from the editors' states this run, counted for the note."""
-
-    rows: int = 0  # rows added past MAX_TOKENS
-    query: int = 0  # rows added to or deleted from the one-row query
-    bad: int = 0  # edits of cells or rows the table lacks, or that are no cell's value
-    deleted: int = 0  # deletions of rows the table lacks
-    unreadable: int = 0  # states that are no editor's state at all: dropped whole
-
-
-def _tolerate_forged_states() -> None:
-    """Make Streamlit's parse of a data editor's state total, once per process.
-
-    Streamlit 1.67 parses every widget's new state before the page runs, to see which
-    changed (SessionState._widget_changed), and DataEditorSerde.deserialize raises on JSON
-    that is not an editor's dict (a list, "null", {"edited_rows": [1]}…): an exception no
-    page code can catch. Such a state now reads as an empty one marked UNREADABLE, which
-    clean_tables drops with a note. Installed before the first st.data_editor of the
-    process draws (a widget keeps the deserializer it was registered with)."""
-    serde = data_editor.DataEditorSerde
-    if getattr(serde.deserialize, "tolerant", False):
-        return
-    strict = serde.deserialize
-
-    def deserialize(self, ui_value):
-        try:
-            return strict(self, ui_value)
-        except Exception:  # whatever a forged value makes the JSON parse or its checks raise
-            empty = {name: kind() for name, kind in FIELDS}
-            return data_editor.DataEditorState({**empty, UNREADABLE: True})
-
-    deserialize.tolerant = True
-    serde.deserialize = deserialize
-
-
-def _read_state(key: str):
-    """An editor's state as Streamlit keeps it, or _NO_STATE."""
-    try:
-        return st.session_state[key]
-    except KeyError:
-        return _NO_STATE
-
-
-def _clean_cells(change, columns: list) -> tuple[dict, int]:
-    """The cells of an edited or added row that the table has, and how many it lacks.
-
-    One look-up per column: a row of a million cells costs no more than one of three."""
-    if not isinstance(change, dict):
-        return {}, 1
-    kept = {
-        c: change[c]
-        for c in columns
-        if c in change
-        and isinstance(change[c], CELL_TYPES)
-        and not (isinstance(change[c], str) and len(change[c]) > CELL_CHARS)
-    }
-    return kept, len(change) - len(kept)
-
-
-def _clean_edits(edited: dict, rows: int, columns: list, cut: Cut) -> None:
-    """Keep the edits of rows 0 … rows - 1 (keys as Streamlit writes them, or as text)."""
-    kept, seen = {}, 0
-    for pos in range(rows):
-        for k in (pos, str(pos)):
-            if k in edited:
-                seen += 1
-                cells, bad = _clean_cells(edited[k], columns)
-                cut.bad += bad
-                if cells:
-                    kept.setdefault(pos, {}).update(cells)
-    cut.bad += len(edited) - seen
-    edited.clear()
-    edited.update(kept)
-
-
-def _clean_deletions(deleted: list, rows: int, dynamic: bool, cut: Cut) -> int:
-    """Keep each deletion of an existing row once; the number of rows deleted."""
-    ok = (d for d in deleted[:rows] if type(d) is int and 0 <= d < rows) if dynamic else ()
-    keep = list(dict.fromkeys(ok))
-    if dynamic:
-        cut.deleted += len(deleted) - len(keep)
-    else:
-        cut.query += len(deleted)
-    deleted[:] = keep
-    return len(keep)
-
-
-def _clean_additions(added: list, room: int, columns: list, dynamic: bool, cut: Cut) -> None:
-    """Keep the first `room` added rows, each with the cells the table has."""
-    keep = []
-    for row in added[:room]:
-        cells, bad = _clean_cells(row, columns)
-        cut.bad += bad
-        if isinstance(row, dict):
-            keep.append(cells)
-    past = max(0, len(added) - room)
-    if dynamic:
-        cut.rows += past
-    else:
-        cut.query += past
-    added[:] = keep
-
-
-def _parts(state) -> list | None:
-    """A state's edited rows, added rows and deleted rows, as Streamlit keeps them (so that
-    cutting them cuts what the editor applies); None when it is no editor's state."""
-    if not isinstance(state, dict):
-        return None
-    parts = [dict.get(state, name, kind()) for name, kind in FIELDS]  # dict's get: unwrapped
-    return parts if all(isinstance(p, k) for p, (_, k) in zip(parts, FIELDS, strict=True)) else None
-
-
-def _clean_state(key: str, rows: int, columns: list, dynamic: bool, cut: Cut) -> None:
-    """Cut one editor's state, in place, to its table of `rows` rows and `columns`."""
-    state = _read_state(key)
-    if state is _NO_STATE:
-        return
-    parts = _parts(state)
-    if parts is None or dict.get(state, UNREADABLE):
-        st.session_state.pop(key, None)  # the editors are rebuilt from the last valid example
-        cut.unreadable += 1
-        return
-    edited, added, deleted = parts
-    _clean_edits(edited, rows, columns, cut)
-    gone = _clean_deletions(deleted, rows, dynamic, cut)
-    room = core.MAX_TOKENS - (rows - gone) if dynamic else 0
-    _clean_additions(added, max(0, room), columns, dynamic, cut)
-
-
-def clean_tables() -> Cut:
-    """Cut both editors' states to their tables (the query keeps its one row, the tokens
-    table at most MAX_TOKENS rows); before the editors are drawn or read."""
-    _tolerate_forged_states()
-    cut, base = Cut(), st.session_state.get(BASE)
+def clean_tables() -> ui.EditorCut:
+    """Cut both editors' states to their tables; before the editors are drawn or read."""
+    base = st.session_state.get(BASE)
     if base is None:  # the editors are rebuilt from a new base: their states go anyway
-        return cut
-    _clean_state("q_table", 1, Q_COLS, False, cut)
-    _clean_state("kv_table", len(base.names), KV_COLS, True, cut)
-    return cut
-
-
-def _say_cut(cut: Cut) -> None:
-    """The note under the tables when their states were cut: what, and how much."""
-    parts = [
-        (cut.rows, W("example.cut.rows", n=cut.rows, max=core.MAX_TOKENS)),
-        (cut.query, W("example.cut.query", n=cut.query)),
-        (cut.bad, W("example.cut.bad", n=cut.bad)),
-        (cut.deleted, W("example.cut.deleted", n=cut.deleted)),
-        (cut.unreadable, W("example.cut.unreadable")),
-    ]
-    what = "; ".join(text for n, text in parts if n)
-    if what:
-        cut_note = W("example.cut", what=what, min=core.MIN_TOKENS, max=core.MAX_TOKENS)
-        st.warning(cut_note, icon=":material/content_cut:")
+        return ui.EditorCut()
+    q = ui.bound_editor("q_table", rows=1, columns=Q_COLS)
+    rows = len(base.names)
+    return q + ui.bound_editor("kv_table", rows=rows, columns=KV_COLS, max_rows=core.MAX_TOKENS)
 
 
 def _editors(base: Example):
@@ -315,7 +158,7 @@ def _editors(base: Example):
     rows = [
         [n, *(f"{x:g}" for x in a + b)] for n, a, b in zip(base.names, base.k, base.v, strict=True)
     ]
-    kv_df = pd.DataFrame(rows, columns=["token", *K_COLS, *V_COLS])
+    kv_df = pd.DataFrame(rows, columns=KV_COLS)
     kv_out = st.data_editor(
         kv_df, key="kv_table", num_rows="dynamic", hide_index=True, column_config=cfg
     )
@@ -347,7 +190,7 @@ def edit_example(start: str) -> Example:
             st.session_state.pop(key, None)  # both rebuild together, from the same base
         st.session_state[BASE] = st.session_state[LAST]
     q_out, kv_out = _editors(st.session_state[BASE])
-    _say_cut(cut)
+    ui.editor_note(cut, W, "example.cut", min=core.MIN_TOKENS, max=core.MAX_TOKENS)
     try:
         q_cells = q_out.iloc[0].tolist() if len(q_out) else []
         cells = kv_out[K_COLS + V_COLS].values.tolist()

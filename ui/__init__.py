@@ -39,20 +39,24 @@ from .controls import (
     toggle,
     used_by,
 )
+from .editors import EditorCut, bound_editor, editor_note
 from .exercises import predict_choice, predict_number, revealed, until_reveal
 from .lesson import LESSONS, Lesson, available, lesson
 from .share import presenting, where
 
 __all__ = [
     "LESSONS",
+    "EditorCut",
     "Lesson",
     "Words",
     "available",
+    "bound_editor",
     "cache_data",
     "cache_resource",
     "controls_area",
     "device",
     "device_badge",
+    "editor_note",
     "escape",
     "explain",
     "jobs",

@@ -129,7 +129,7 @@ def test_a_state_that_is_no_editor_state_starts_the_table_again(example, bad):
 def test_the_query_keeps_its_one_row(example):
     before = [el.value for el in example.latex]
     at = rerun(example, "q_table", state(added=[{"q 1": "1"}] * 1000, deleted=[0]))
-    assert words("example.cut.query", n=1001) in cut_note(at)
+    assert words("example.cut.fixed", n=1001) in cut_note(at)
     assert [el.value for el in at.latex] == before
     at = rerun(at, "q_table", state(edited={0: {"q 1": "0", "q 9": "1"}, 5: {"q 1": "1"}}))
     assert words("example.cut.bad", n=2) in cut_note(at)
