@@ -1,6 +1,7 @@
 """AppTest: the training lab — its steps, Run with small settings, NaN stop, hostile links."""
 
 import json
+import re
 
 import pytest
 
@@ -179,6 +180,27 @@ def pct(x: float) -> str:
 
 def two_digits(x: float) -> str:
     return f"{float(f'{x:.2g}'):,g}"  # 270, not 2.7e+02
+
+
+def test_once_the_server_trains_the_defaults_the_answer_quotes_that_one_run(
+    fresh_server, monkeypatch
+):
+    """A run of this server replaces the file's seeds for its setting, and the caption says
+    it is one run (seed 0); the failure setting's figures stay the file's ranges."""
+    monkeypatch.setenv("ATTN_JOB_BUDGET_S", "3600")  # a loaded machine must finish the run
+    at = run_page(PAGE)
+    at.button(key="run").click().run(timeout=300)
+    no_exception(at)
+    again = run_page(PAGE)
+    box = next(i.value for i in again.info if "Measured: not at the defaults" in i.value)
+    assert re.search(r"still learns \(\d+% of its last 50 batches right, scaled \d+%\)", box)
+    assert re.search(r"just higher \([\d.,]+ times\)", box), box
+    seeds = json.loads((ROOT / "assets" / "training_answer.json").read_text())["seeds"]
+    where = (
+        "Defaults: one run (seed 0) on this server. "
+        f"Failure: seeds {seeds[0]}–{seeds[-1]} on a CPU when this app was built."
+    )
+    assert any(c.value == where for c in again.caption)
 
 
 def test_the_answer_comes_first_with_measured_figures_and_one_click_shows_the_failure(
