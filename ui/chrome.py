@@ -64,10 +64,10 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
         if not st_config.get_option("global.appTest"):
             st.rerun()
     lesson = by_file(file)
-    classroom.sync(lesson.url_path)  # a following page may switch to the teacher's here
     if st.session_state.get("_ui_page") != file:
-        controls.reset_notes()  # notes about another page's link do not belong here
+        controls.leave_page()  # the last page's values and notes do not belong here
         st.session_state["_ui_page"] = file
+    classroom.sync(lesson.url_path)  # a following page may switch to the teacher's here
     st.session_state["_ui_chart_n"] = 0
     st.session_state.pop(controls._NOTED, None)  # this run's noting() blocks record again
     st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()

@@ -31,6 +31,7 @@ _STEP_KEYS = "_ui_step_keys"  # session_state: keys of steps() tabs, which show 
 _OPEN_STEP = "_ui_open_step"  # session_state: (key, labels, open label) of this run's steps()
 _NOTING = "_ui_noting"  # session_state: the key lists of the open noting() blocks
 _NOTED = "_ui_noted"  # session_state: keys whose notes a noting() block showed this run
+_PAGE_KEYS = "_ui_page_keys"  # session_state: the keys of the controls this page has drawn
 
 
 def _raw(key: str) -> str | list[str] | None:
@@ -40,6 +41,7 @@ def _raw(key: str) -> str | list[str] | None:
     state): afterwards the widget's own state wins and the URL follows it.
     Returns None when absent.
     """
+    st.session_state.setdefault(_PAGE_KEYS, set()).add(key)
     if key in st.session_state:
         return None
     qp = st.query_params
@@ -517,3 +519,13 @@ def reset_notes() -> None:
     """Forget URL notes (called when the user arrives on a different page)."""
     st.session_state[_NOTES] = {}
     st.session_state[_RUN_NOTES] = []
+
+
+def leave_page() -> None:
+    """The user arrives on a different page: forget the last page's control values and
+    notes. Streamlit keeps a widget's value under its key for a run after the widget has
+    gone, and pages share names (`seed` is /alternatives' number box and /heads' slider):
+    the new page would start from the old page's value, of the other widget's type."""
+    for key in st.session_state.pop(_PAGE_KEYS, set()):
+        st.session_state.pop(key, None)
+    reset_notes()
