@@ -12,6 +12,7 @@ from .parts import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILION, hline, sci
 from .style import NUM_FMT, OKABE_ITO, Chart, heatmap, line_layout, to_numpy
 
 FLOOR = 1e-9  # a move of exactly 0 is drawn here on the log axis
+ROUNDING = 1e-5  # a move up to this is float32 rounding (outputs of size ~1; measured ≤ 1e-6)
 KIND_NAMES = {
     "none": "no position",
     "learned": "learned, added to x",
@@ -44,20 +45,33 @@ def shuffle_chart(moves: Mapping[str, np.ndarray]) -> Chart:
     layout["margin"] = dict(l=10, r=10, t=50, b=90)
     fig.update_layout(**layout)
     fig.update_yaxes(type="log", exponentformat="power")
+    return Chart(fig, _shuffle_caption(moves))
+
+
+def _shuffle_caption(moves: Mapping[str, np.ndarray]) -> str:
+    """The shuffle chart's caption: the first line is the no-position one; a line or a point
+    at most ROUNDING moved by float32 rounding only."""
     (_, first), *rest = moves.items()
-    still = [name for name, m in rest if float(np.max(m)) == 0.0]
-    moved = [m for name, m in rest if name not in still]
-    least = min(float(np.min(m)) for m in moved) if moved else float("nan")
+    still = [name for name, m in rest if float(np.max(m)) <= ROUNDING]
+    moved = np.concatenate([to_numpy(m) for name, m in rest if name not in still] or [[]])
     caption = (
         f"Without a mask or positions every token gets back its own output: the largest move "
         f"is {sci(float(np.max(first)))}, float32 rounding (points at {sci(FLOOR, 1)} moved "
-        "exactly 0). A causal mask or a position code makes the output depend on where a "
-        f"token sits: on the lines that moved, the smallest move is {least:.2g}."
+        "exactly 0). A causal mask or a position code makes the output depend on where a token "
+        "sits"
     )
+    big = moved[moved > ROUNDING]
+    if big.size:
+        caption += (
+            f": on the lines that moved, {big.size} of {moved.size} points moved more than "
+            f"rounding ({sci(ROUNDING, 1)}), the least of them by {float(big.min()):.2g}."
+        )
+    else:
+        caption += "."
     if still:
         why = "swapping two tokens leaves |m − n| as it was" if len(first) == 2 else "by chance"
-        caption += f" {' and '.join(still)} did not move at all here: {why}."
-    return Chart(fig, caption)
+        caption += f" {' and '.join(still)} moved by float rounding only here: {why}."
+    return caption
 
 
 def code_heatmap(pe: np.ndarray) -> Chart:
@@ -242,10 +256,11 @@ def alibi_reach_chart(w: np.ndarray, slopes: np.ndarray, spans: Sequence[int]) -
     layout["margin"] = dict(l=10, r=10, t=50, b=10)
     fig.update_layout(**layout)
     spread = (
-        f"90 % of the weight lies within {spans[0]} keys for head 0 and within {spans[-1]} "
-        f"for head {h - 1}: steep heads read the last few tokens, gentle ones far back."
+        f"Head 0 needs its nearest {spans[0]} keys (its own included) to hold 90 % of the "
+        f"weight, head {h - 1} its nearest {spans[-1]}: steep heads read the last few tokens, "
+        "gentle ones far back."
         if h > 1
-        else f"90 % of the weight lies within {spans[0]} keys."
+        else f"The nearest {spans[0]} keys (its own included) hold 90 % of the weight."
     )
     caption = f"Every content score equal: the penalty −slope·Δ alone shapes the row. {spread}"
     return Chart(fig, caption)

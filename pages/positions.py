@@ -20,6 +20,8 @@ W = ui.Words("positions")
 STEPS = ui.lesson("positions").steps
 SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "positions_extrapolation.json"
 FAR = 64  # the distance the RoPE exercise asks about
+T_MIN, T_MAX = 2, 48  # the T slider's range
+SEEDS = range(100)  # the seed slider's range
 DECAY_OFFSETS = np.unique(np.round(np.logspace(0, 4, 60))).astype(np.float64)  # Δ = 1 … 10⁴
 
 
@@ -46,6 +48,16 @@ def moves(T: int, d: int, seed: int) -> dict[str, np.ndarray]:
         "ALiBi": dict(kind="alibi"),
     }
     return {name: core.shuffle_error(T, d, seed=seed, **kw)[1].numpy() for name, kw in runs.items()}
+
+
+@ui.cache_data(max_entries=32, show_spinner=False)
+def order_facts(T: int, d: int, seed: int) -> tuple[str, float, int]:
+    """The Order exercise's computed answer (a choice's name), the causal ALiBi's largest
+    move, and how many seeds' shuffles leave a token in place behind the same tokens at T_MAX."""
+    answer = core.order_choice(core.relative_move(T, d, seed=seed))
+    causal_alibi = float(core.shuffle_error(T, d, "alibi", causal=True, seed=seed)[1].max())
+    kept = sum(bool(core.kept_in_place(core.shuffle_perm(T_MAX, d, s)).any()) for s in SEEDS)
+    return answer, causal_alibi, kept
 
 
 @ui.cache_data(max_entries=32, show_spinner=False)
@@ -124,41 +136,46 @@ def alibi_chart(h: int, T: int):
 def controls() -> Settings:
     with ui.controls_area():
         st.subheader("Tokens and heads")
-        T = ui.slider("T", "Tokens T", 2, 48, 16)
+        T = ui.slider("T", "Tokens T", T_MIN, T_MAX, 16)
         d_k = ui.pow2_slider("d_k", "d_k — width of q and k", 8, 128, 64)
         base = ui.log_slider("base", "RoPE base θ", 100.0, 1_000_000.0, 10_000.0)
         h = ui.slider("h", "ALiBi heads h", 1, 16, 8)
-        seed = ui.slider("seed", "Random seed", 0, 99, 0)
+        seed = ui.slider("seed", "Random seed", SEEDS[0], SEEDS[-1], 0)
     return Settings(T, d_k, base, h, seed)
 
 
 # ----------------------------------------------------------------------------- the steps
 def order_step(s: Settings) -> None:
-    st.subheader("Attention alone cannot see order")
+    st.subheader("Can attention alone see order?")
     st.markdown(W("order.body", T=s.T, d=s.d_k))
     m = moves(s.T, s.d_k, s.seed)
     none, causal, rope = (
         float(m[k].max()) for k in ("no mask, no position", "causal mask", "RoPE")
     )
-    if order_exercise(s, none, causal):  # the moves are the answer: shown after the reveal
+    answer, causal_alibi, kept = order_facts(s.T, s.d_k, s.seed)
+    shown = order_exercise(s, answer, none, causal)
+    if shown:  # the moves are the answer: shown after the reveal
         a, b, c = st.columns(3)
         a.metric(W("order.metrics.none"), sci(none) if none else "0")
         b.metric(W("order.metrics.causal"), f"{causal:.3g}")
         c.metric(W("order.metrics.rope"), f"{rope:.3g}")
         ui.show(shuffle_chart(s.T, s.d_k, s.seed))
+        st.markdown(W("order.alibi", causal_alibi=causal_alibi))
     else:
         ui.until_reveal(W("order.hidden"))
     st.markdown(W("order.counting"))
-    ui.try_this(W.pairs("try.order"))
+    if shown:  # its second experiment says what the no-position line does: the answer
+        seeds = f"{SEEDS[0]}–{SEEDS[-1]}"
+        ui.try_this(W.pairs("try.order", T_min=T_MIN, T_max=T_MAX, kept=kept, seeds=seeds))
 
 
-def order_exercise(s: Settings, none: float, causal: float) -> bool:
+def order_exercise(s: Settings, answer: str, none: float, causal: float) -> bool:
     choices = W.choices("order.exercise.choices")
     return ui.predict_choice(
         f"positions-order-{s.T}-{s.d_k}-{s.seed}",
         W("order.exercise.q", T=s.T),
         list(choices.values()),
-        choices["zero"],
+        choices[answer],  # core.order_choice of the measured move
         W("order.exercise.why"),
         truth=W("order.exercise.truth", move=sci(none) if none else "0", causal=f"{causal:.3g}"),
     )
@@ -231,11 +248,25 @@ def rope_exercise(s: Settings) -> bool:
 
 def alibi_step(s: Settings) -> None:
     st.subheader("ALiBi: a penalty for distance, one slope per head")
-    st.markdown(W("alibi.body"))
     slopes = core.alibi_slopes(s.h).tolist()
+    st.markdown(W("alibi.body", rule=alibi_rule(s.h, slopes)))
     st.markdown(W("alibi.slopes", h=s.h, slopes=", ".join(_slope(x) for x in slopes)))
     ui.show(alibi_chart(s.h, s.T))
-    ui.try_this(W.pairs("try.alibi"))
+    ui.try_this(W.pairs("try.alibi", one=_slope(float(core.alibi_slopes(1)[0]))))
+
+
+def alibi_rule(h: int, slopes: list[float]) -> str:
+    """How the paper builds these h slopes, worded with the slopes themselves."""
+    n, extra = core.alibi_rule(h)
+    listed = lambda xs: ", ".join(_slope(x) for x in xs)  # noqa: E731
+    if h == 1:
+        return W("alibi.rule.one", last=_slope(slopes[0]))
+    if not extra:
+        return W("alibi.rule.power", h=h, first=_slope(slopes[0]), last=_slope(slopes[-1]))
+    return W(
+        "alibi.rule.mixed", h=h, n=n, n2=2 * n, extra=extra,
+        low=listed(slopes[:n]), high=listed(slopes[n:]),
+    )  # fmt: skip
 
 
 def _slope(x: float) -> str:
@@ -258,7 +289,7 @@ def longer_step(_: Settings) -> None:
             d_k=task.d // task.h,
             steps=task.steps,
             T_train=task.T_train,
-            lengths=", ".join(map(str, task.lengths)),
+            beyond=_and([n for n in task.lengths if n > task.T_train]),
         )
     )
     table = {k: {int(T): a for T, a in r["accuracy"].items()} for k, r in data["runs"].items()}
@@ -291,11 +322,16 @@ def train_here(task: core.CopyTask) -> dict | None:
         return None
 
 
+def _and(xs: list) -> str:
+    """ "a, b and c" """
+    parts = [str(x) for x in xs]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+
+
 def _listed(table: dict, kinds: list[str], T: int) -> str:
     """ "a (x%), b (y%) and c (z%)" in the content file's short names."""
     names = W.choices("longer.names")
-    parts = [f"{names[k]} ({table[k][T]:.0%})" for k in kinds]
-    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+    return _and([f"{names[k]} ({table[k][T]:.0%})" for k in kinds])
 
 
 def verdict(table: dict[str, dict[int, float]], task: core.CopyTask) -> str:

@@ -81,19 +81,26 @@ def _alibi_power_of_two(n: int) -> list[float]:
     return [start ** (i + 1) for i in range(n)]
 
 
+def alibi_rule(h: int) -> tuple[int, int]:
+    """How the paper builds h slopes: (n, extra), n the largest power of two <= h, whose n
+    slopes come first, and `extra` = h − n slopes taken from 2n's (every other one)."""
+    if h < 1:
+        raise ValueError(f"need at least one head; got h={h}")
+    n = 1 << (h.bit_length() - 1)  # the largest power of two <= h
+    return n, h - n
+
+
 def alibi_slopes(h: int) -> torch.Tensor:
     """(h,) float64: ALiBi's per-head slopes (Press et al., 2022).
 
     For h a power of two: 2^(−8/h), 2^(−16/h), …, 2^(−8) (h = 8 gives 1/2, 1/4, …, 1/256).
-    Otherwise the paper's rule: the slopes of the power of two n just below h, then every
-    other slope of 2n until there are h.
+    Otherwise the paper's rule (`alibi_rule`): the slopes of the power of two n just below
+    h, then every other slope of 2n until there are h.
     """
-    if h < 1:
-        raise ValueError(f"need at least one head; got h={h}")
-    n = 1 << (h.bit_length() - 1)  # the largest power of two <= h
+    n, extra = alibi_rule(h)
     slopes = _alibi_power_of_two(n)
-    if n < h:
-        slopes += _alibi_power_of_two(2 * n)[0::2][: h - n]
+    if extra:
+        slopes += _alibi_power_of_two(2 * n)[0::2][:extra]
     return torch.tensor(slopes, dtype=torch.float64)
 
 
@@ -160,16 +167,72 @@ def shuffle_error(
     perm[i]); move (T,) float64, max |output of token t shuffled − output of token t|.
     Without positions or a mask the move is float rounding only (~1e-7 in float32).
     """
+    perm, out, out_p = _shuffled(T, d, kind, causal, seed, base, dtype)
+    move = torch.empty(T, dtype=torch.float64)
+    move[perm] = (out_p - out[perm]).abs().amax(dim=-1).double()  # indexed by the token
+    return perm, move
+
+
+def _tokens(T: int, d: int, seed: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """The seeded tokens x (T, d) and the shuffle perm (T,) that shuffle_error uses."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(T, d, generator=g, dtype=torch.float64).to(dtype)  # (T, d) the tokens
     perm = torch.randperm(T, generator=g)
     if T > 1 and torch.equal(perm, torch.arange(T)):
         perm = perm.roll(1)  # a shuffle that moves something
-    out = _attend(x, kind, causal, seed, base)  # (T, d)
-    out_p = _attend(x[perm], kind, causal, seed, base)  # row i: token perm[i]
-    move = torch.empty(T, dtype=torch.float64)
-    move[perm] = (out_p - out[perm]).abs().amax(dim=-1).double()  # indexed by the token
-    return perm, move
+    return x, perm
+
+
+def _shuffled(
+    T: int, d: int, kind: str, causal: bool, seed: int, base: float, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(perm, out, out_p): the outputs of the tokens in order (T, d) and shuffled (row i:
+    token perm[i])."""
+    x, perm = _tokens(T, d, seed, dtype)
+    return perm, _attend(x, kind, causal, seed, base), _attend(x[perm], kind, causal, seed, base)
+
+
+def shuffle_perm(T: int, d: int, seed: int = 0) -> torch.Tensor:
+    """(T,) the shuffle shuffle_error(T, d, seed=seed) applies (row i is token perm[i])."""
+    return _tokens(T, d, seed, torch.float64)[1]
+
+
+def kept_in_place(perm: torch.Tensor) -> torch.Tensor:
+    """(T,) bool, indexed by the token: the shuffle left it at its place with the same
+    tokens before it, so under a causal mask it reads the same keys as before."""
+    T = perm.shape[0]
+    here = torch.arange(T)
+    at_row = (perm == here) & (perm.cummax(0).values == here)  # row i: {perm[:i+1]} = {0…i}
+    kept = torch.zeros(T, dtype=torch.bool)
+    kept[perm] = at_row
+    return kept
+
+
+def relative_move(
+    T: int, d: int, kind: str = "none", *, causal: bool = False, seed: int = 0,
+    base: float = ROPE_BASE, dtype: torch.dtype = torch.float32,
+) -> float:  # fmt: skip
+    """The largest move of shuffle_error as a share of the moved token's own output size
+    (its largest |entry|)."""
+    perm, out, out_p = _shuffled(T, d, kind, causal, seed, base, dtype)
+    move = (out_p - out[perm]).abs().amax(dim=-1).double()  # (T,) row i: token perm[i]
+    size = out[perm].abs().amax(dim=-1).double().clamp_min(torch.finfo(torch.float64).tiny)
+    return float((move / size).max())
+
+
+ORDER_CHOICES = {  # the Order exercise's choices and the relative move each one names
+    "zero": float(torch.finfo(torch.float32).eps),  # float32 rounding
+    "small": 1e-2,  # around 1 % of its size
+    "large": 1.0,  # about its own size
+}
+
+
+def order_choice(relative: float) -> str:
+    """The Order exercise's choice a relative move is: the nearest of ORDER_CHOICES on a
+    log scale (0 is "zero")."""
+    if relative <= 0.0:
+        return "zero"
+    return min(ORDER_CHOICES, key=lambda k: abs(math.log(relative / ORDER_CHOICES[k])))
 
 
 def repeated_token_scores(T: int, d: int, kind: str, *, seed: int = 0,
@@ -212,11 +275,12 @@ def rope_expected_score(offsets: torch.Tensor, d: int, base: float = ROPE_BASE) 
 
 def alibi_reach(h: int, T: int, share: float = 0.9) -> tuple[torch.Tensor, list[int]]:
     """The last query's weights over the keys at distance 0…T−1 when every content score is
-    equal, so ALiBi alone decides: (h, T) float64, and per head the distance within which
-    `share` of the weight falls (its attention span)."""
+    equal, so ALiBi alone decides: (h, T) float64, and per head how many of the nearest keys
+    (its own at δ = 0 included) it takes to hold `share` of the weight (its attention span)."""
     bias = alibi_bias(1, T, h)[:, 0].flip(-1)  # (h, T): column δ is the key δ back
     w = torch.softmax(bias, dim=-1)
-    spans = [int((w[i].cumsum(0) < share).sum()) for i in range(h)]
+    # keys needed for `share` of the weight, the query's own key (δ = 0) counted
+    spans = [min(T, int((w[i].cumsum(0) < share).sum()) + 1) for i in range(h)]
     return w, spans
 
 

@@ -27,12 +27,17 @@ def test_shuffle_chart_draws_one_line_per_setting_on_a_log_axis():
     fig = titled(chart)
     assert len(fig.data) == 2 and fig.layout.yaxis.type == "log"
     assert min(chart.fig.data[0].y) >= fp.FLOOR  # zeros drawn at the floor
-    assert f"{moves['causal mask'].min():.2g}" in chart.caption
+    causal = moves["causal mask"]
+    big = causal[causal > fp.ROUNDING]
+    assert f"{big.size} of {causal.size} points" in chart.caption
+    assert f"the least of them by {big.min():.2g}" in chart.caption
 
 
 def test_shuffle_chart_names_a_line_that_did_not_move():
-    moves = {"no mask, no position": np.zeros(2), "ALiBi": np.zeros(2), "RoPE": np.ones(2)}
-    assert "ALiBi did not move at all" in fp.shuffle_chart(moves).caption
+    moves = {"no mask, no position": np.zeros(2), "ALiBi": np.full(2, 2e-7), "RoPE": np.ones(2)}
+    caption = fp.shuffle_chart(moves).caption
+    assert "ALiBi moved by float rounding only here" in caption
+    assert "2 of 2 points" in caption  # RoPE's: ALiBi's rounding is not counted as moving
 
 
 def test_repeated_scores_chart_says_toeplitz_only_when_it_is():
@@ -77,7 +82,7 @@ def test_rope_charts():
 def test_alibi_and_extrapolation_and_model_charts():
     w, spans = core.alibi_reach(4, 20)
     alibi = fp.alibi_reach_chart(w.numpy(), core.alibi_slopes(4).numpy(), spans)
-    assert len(titled(alibi).data) == 4 and f"within {spans[0]} keys" in alibi.caption
+    assert len(titled(alibi).data) == 4 and f"nearest {spans[0]} keys" in alibi.caption
     table = {"rope": {16: 1.0, 32: 0.8}, "learned": {16: 1.0, 32: 0.4}}
     ex = fp.extrapolation_chart(table, 16, 1 / 16)
     assert len(titled(ex).data) == 2 and "6.2%" in ex.caption
