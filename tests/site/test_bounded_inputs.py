@@ -17,7 +17,11 @@ import pytest
 from tests.support.bounds import largest_views, measure
 from ui.lesson import available
 
-CPU_S = 2.0  # server CPU of one rerun
+# The rule is ~2 s of server CPU. Measured here unloaded the worst link takes 1.1 s; a
+# loaded 2-core machine (load average 6) inflated the same runs' CPU time 1.5–2×, so the
+# test allows 1.5× the rule: it catches unbounded work (a 5,000-row table took 92 s),
+# not a busy CI's cache misses. bench/bounded.py prints the figures against the rule.
+CPU_S = 3.0
 GROWTH_MB = 100.0  # peak memory above the RSS before it
 
 
