@@ -12,19 +12,21 @@ the parent's stop answer, which is how the training loops here are told to stop.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing.spawn as _spawn
 import os
 import pickle
-import sys
 import time
 
 # Imported once by the forkserver (ui/jobs.py preloads it). Every job forked from it then
-# runs multiprocessing's "prepare" step, which re-executes the parent's main script unless
-# the child's __main__ already has that file: for `streamlit run` that re-imports all of
-# streamlit in each job (0.6 s; Python 3.11's forkserver means to preload __main__ but
-# never receives its path). The jobs run attn_core functions and need nothing from the
-# main script, so the forkserver's __main__ is told it is that file, and the step is skipped.
-if main := os.environ.get("ATTN_WORKER_MAIN"):
-    sys.modules["__main__"].__file__ = main
+# runs multiprocessing's "prepare" step, which re-executes the parent's main script, as
+# that script was at the job's start: for `streamlit run` that re-imported all of
+# streamlit in each job (0.6 s), and where the parent's __main__ had become another
+# script (Streamlit and AppTest swap it for each run's page, AppTest.from_function for a
+# temporary file that only runs with its arguments) the job died before it began. The
+# jobs run functions pickled by module name and need nothing from the main script, so
+# every child forked from here skips that step.
+_spawn._fixup_main_from_path = lambda main_path: None
+_spawn._fixup_main_from_name = lambda mod_name: None
 
 
 def send(conn, message: tuple) -> None:

@@ -590,11 +590,7 @@ def _context():
     with _CTX_LOCK:
         if _CTX is None:
             if "forkserver" in mp.get_all_start_methods():
-                import sys
-
-                main = getattr(sys.modules["__main__"], "__file__", None)
-                if main:  # see attn_core/worker.py: jobs skip re-running the main script
-                    os.environ["ATTN_WORKER_MAIN"] = os.path.normpath(main)
+                # attn_core.worker, preloaded, makes jobs skip re-running the main script
                 _CTX = mp.get_context("forkserver")
                 _CTX.set_forkserver_preload(["torch", "attn_core", "attn_core.worker"])
             else:

@@ -578,3 +578,20 @@ def test_the_budget_starts_when_the_worker_does():
     job.stopped = True
     job.restart()  # a job already stopped stays stopped, with its clock
     assert job.should_stop()
+
+
+def test_a_job_never_reruns_the_parent_s_main_script(monkeypatch, tmp_path):
+    """Streamlit and AppTest make each run's script `__main__` (AppTest.from_function a
+    temporary file that only runs with its arguments): a job started then must not
+    re-execute it, as multiprocessing's children would (CI: "NameError: __args")."""
+    import sys
+    import types
+
+    jobs.call(T.whoami)  # the forkserver is up, made with the main script of that time
+    script = tmp_path / "page.py"
+    script.write_text("raise SystemExit('the main script ran in the job')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    pid, _, _ = jobs.call(T.whoami)
+    assert pid != os.getpid()
