@@ -88,7 +88,7 @@ LESSONS: list[Lesson] = [
         "Where is position?",
         ":material/format_list_numbered:",
         "pages/positions.py",
-        "Attention cannot see word order — so where does position enter the scores?",
+        "Can attention see word order? And where does position enter the scores?",
         steps=("Order", "Added", "RoPE", "ALiBi", "Longer", "In a model"),
     ),
     Lesson(
