@@ -175,8 +175,8 @@ def test_next_opens_the_next_step_from_its_top_and_puts_it_in_the_link(server_ur
             timeout=30_000,
         )
         wait_idle(page)
-        page.wait_for_function(
-            f"() => document.querySelector('{main}').scrollTop === 0", timeout=10_000
+        page.wait_for_function(  # a loaded CI's renderer took more than 10 s once
+            f"() => document.querySelector('{main}').scrollTop === 0", timeout=30_000
         )
         assert "step=Spread" in page.url
         assert page.get_by_role("button", name="Next: Saturation").count() == 1
