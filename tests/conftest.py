@@ -5,9 +5,11 @@ server (each test opens its own browser context, so pages share no tabs or cooki
 When Chromium is missing, the tests that ask for it are skipped — unless REQUIRE_BROWSER is
 set (as .ci/run does), in which case they fail: CI must never pass by skipping them.
 
-Under pytest-xdist (`-n 2 --dist loadgroup`, the README's test command) every test that
-drives the browser joins one group, so they all run on one worker with one server and one
-Chromium, while the other worker takes the AppTest and compute tests; each worker keeps
+Under pytest-xdist (`-n 2 --dist loadgroup`, the README's test command) the browser tests
+of one file form one group: a file's tests run in order on one worker, which starts its own
+server and Chromium the first time it needs them (at most one of each per worker). The
+groups and the slowest files are queued first, so the short AppTest and compute tests fill
+the gaps at the end instead of one long browser file finishing alone. Each worker keeps
 torch to one thread, so two workers fill two cores instead of four threads fighting.
 """
 
@@ -26,11 +28,34 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
 
+# Files whose tests take longest (seconds of a 2-worker CI run); queued right after the
+# browser groups so that they do not start last.
+SLOW_FILES = ("test_fuzz_urls.py", "test_claims.py", "test_answer.py", "test_bounded_inputs.py")
+
+
+def _uses_browser(item) -> bool:
+    return bool(item.get_closest_marker("browser")) or "browser" in getattr(
+        item, "fixturenames", ()
+    )
+
+
 def pytest_collection_modifyitems(config, items):
-    """Every browser test in one xdist group (one server, one Chromium, one worker)."""
+    """Each file's browser tests in one xdist group; the long work queued first.
+
+    xdist hands out work units in collection order, so a long group collected last
+    would run alone at the end; sorting is stable, so a file keeps its own order."""
     for item in items:
-        if item.get_closest_marker("browser") or "browser" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+        if _uses_browser(item):
+            item.add_marker(
+                pytest.mark.xdist_group(f"browser-{item.path.parent.name}-{item.path.name}")
+            )
+
+    def rank(item) -> int:
+        if _uses_browser(item):
+            return 0
+        return 1 if item.path.name in SLOW_FILES else 2
+
+    items.sort(key=rank)
 
 
 def require_chromium() -> None:

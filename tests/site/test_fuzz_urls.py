@@ -28,7 +28,7 @@ from streamlit.testing.v1 import AppTest
 from tests.support.apptest import ROOT, _registry, run_page
 from ui.lesson import available
 
-N_CASES = int(os.environ.get("FUZZ_CASES", "100"))  # FUZZ_CASES=400: a deeper run
+N_CASES = int(os.environ.get("FUZZ_CASES", "50"))  # FUZZ_CASES=400: a deeper run
 
 # Markdown a page would render if it wrote the text unescaped (Chromium showed each one
 # live before the fix: bold, KaTeX, red text, a link opening a new tab, icons, emoji).
