@@ -1,0 +1,126 @@
+"""Every chart has a text alternative computed from its data (issue 42).
+
+figures.describe reads a figure's own traces; the tests build figures of each kind with
+known numbers and check the sentences say them, then open every step of every page and
+check that each drawn chart has its "Chart in words" box, whose text is the description of
+that very chart's data (read back from the JSON the browser gets), and whose accessible
+name starts with the chart's title.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import partial
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from figures.describe import MAX_BARS, MAX_ROWS, describe
+from tests.support.apptest import no_exception, page_steps, run_page
+from ui import content
+from ui.lesson import available
+
+say = partial(content.words, "charts")
+
+
+def test_a_grid_is_read_out_with_its_peak_and_each_row_s_largest_value():
+    rng = np.random.default_rng(0)
+    z = rng.random((5, 7)).astype(np.float32)
+    z[3, 2] = 1.5
+    z[0, 6] = np.nan  # a masked cell
+    cols = [f"k{i}" for i in range(7)]
+    rows = [f"q{i}" for i in range(5)]
+    fig = go.Figure(
+        go.Heatmap(z=z, x=cols, y=rows),
+        layout=dict(title="Weights <b>now</b>", xaxis_title="key", yaxis_title="query"),
+    )
+    text = describe(fig, say)
+    assert text.startswith("Weights now.")
+    assert "5 rows by 7 columns" in text
+    assert "The largest, 1.5, is at query q3, key k2." in text
+    assert "1 of 35 cells are blank" in text
+    for i in range(5):
+        j = int(np.nanargmax(z[i]))
+        assert f"q{i} → k{j} (" in text
+    lo = float(np.nanmin(z))
+    assert f"from {lo:.3g} to 1.5" in text
+
+
+def test_a_grid_names_its_cells_by_the_axis_tick_labels():
+    fig = go.Figure(
+        go.Heatmap(z=np.eye(3, dtype=np.float32)),
+        layout=dict(xaxis=dict(tickvals=[0, 1, 2], ticktext=["the", "cat", "sat"])),
+    )
+    text = describe(fig, say)
+    assert "0 → the (1)" in text and "2 → sat (1)" in text
+
+
+def test_a_tall_grid_gives_only_its_peak_not_every_row():
+    z = np.zeros((MAX_ROWS + 1, 4), np.float32)
+    z[7, 1] = 2
+    text = describe(go.Figure(go.Heatmap(z=z)), say)
+    assert "is at row 7, column 1" in text and "Row by row" not in text
+
+
+def test_a_line_gives_its_span_extremes_and_end():
+    y = np.array([3.0, 1.0, 4.0, 0.5, 5.9, 2.0])
+    x = np.arange(10, 16)
+    fig = go.Figure(
+        [go.Scatter(x=x, y=y, name="loss"), go.Scatter(x=x, y=[None] * 6, name="gap")],
+        layout=dict(title="Training", xaxis_title="step", yaxis_title="loss"),
+    )
+    text = describe(fig, say)
+    assert "Across: step; up: loss." in text
+    assert "loss: 6 points, step 10 to 15; lowest 0.5 at step 13, highest 5.9 at step 14" in text
+    assert "ending at 2." in text
+    assert "gap" not in text  # nothing to read out
+
+
+def test_bars_are_read_one_by_one_or_by_their_extremes():
+    few = go.Figure(go.Bar(x=["a", "b", "c"], y=[2, 7, 1], name="votes"))
+    assert "votes, 3 bars: a 2; b 7; c 1." in describe(few, say)
+    n = MAX_BARS + 3
+    values = np.arange(n, dtype=float)
+    values[4] = 99
+    many = go.Figure(go.Bar(y=[f"h{i}" for i in range(n)], x=values, orientation="h"))
+    text = describe(many, say)
+    assert f"{n} bars: the highest is h4 (99), the lowest h0 (0)" in text
+
+
+def test_a_histogram_gives_its_range_and_fullest_bin():
+    v = np.array([1.0, 2, 2, 2, 2, 3, 9])
+    text = describe(go.Figure(go.Histogram(x=v, name="guesses")), say)
+    counts, _ = np.histogram(v, bins=7)
+    k = int(np.argmax(counts))
+    assert f"guesses: 7 values from 1 to 9; most of them ({counts[k]})" in text
+
+
+def test_an_empty_figure_says_so():
+    assert describe(go.Figure(), say) == say("nothing")
+
+
+def _plain(markdown: str) -> str:
+    """Markdown escaped by ui.escape back to its text."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u200b", "")
+
+
+CASES = [(lesson.file, step) for lesson in available() for step in page_steps(lesson.file) or [""]]
+
+
+@pytest.mark.parametrize("file,step", CASES, ids=[f"{f[6:-3]}-{s}" for f, s in CASES])
+def test_every_drawn_chart_has_its_data_in_words(file, step):
+    at = run_page(file, **({"step": step} if step else {}))
+    no_exception(at)
+    charts = at.main.get("plotly_chart") + at.sidebar.get("plotly_chart")
+    boxes = [ex for ex in at.expander if ex.label == say("expander")]
+    assert len(boxes) == len(charts), (file, step)
+    for el, box in zip(charts, boxes, strict=True):
+        spec = json.loads(el.proto.spec)
+        text = _plain(box.markdown[0].value)
+        title = spec["layout"].get("title", {}).get("text", "")
+        if any(tr.get("type") == "image" for tr in spec["data"]):
+            continue  # a map drawn as an image: its words come from its table
+        assert text == describe(go.Figure(spec), say), (file, step, title)
+        assert el.proto.alt and text.startswith(el.proto.alt.rstrip(".")), el.proto.alt
