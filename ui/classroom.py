@@ -12,26 +12,86 @@
   another page stops following until they rejoin.
 - The teacher can put a page's exercise to the class: the students' answers are counted
   without names and shown beside the computed answer once the teacher reveals it.
+- A room belongs to its teacher's session (ui.room): a thread sweeps the rooms every
+  SWEEP_S, so when that session's tab reloads or closes the followers are told within
+  seconds, and the teacher takes the class back from any tab with the key shown to them
+  when the room opened ("I am the teacher"). Rooms, joins, key tries and answers are
+  bounded per client: the network address Streamlit reports (`st.context.ip_address`),
+  else the browser session.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import secrets
-from dataclasses import dataclass
+import threading
+import time
+import weakref
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from . import controls, wake  # (controls imports this module: names are read at call time)
+from . import room as _room
 from .lesson import LESSONS
-from .room import Question, Rooms, normal_code
+from .room import CODE_LEN, RECLAIM_S, Opened, Question, Refused, Rooms, normal_code, normal_key
 from .share import presenting
+
+# Every sentence class mode shows, in one place (fields are filled from the code's values).
+SAY = {
+    "full": "This server holds as many classes as it may just now, each with its teacher "
+    "or students connected; try again in a while.",
+    "client": "Your network already holds {n} classes on this server with their teachers "
+    "or students connected, the most it may; end one with “End the class” first.",
+    "repeated": "The link gave `room` {n} times; using the last one, `{shown}`.",
+    "not_code": "The link's `room={shown}` is not a class code ({n} letters and digits, as "
+    "on the teacher's screen); this is the page on its own.",
+    "no_class": "There is no class **{code}** on this server: it has ended, or the code is "
+    "mistyped. This is the page on its own.",
+    "slow": "Too many class codes or teacher keys were tried from your network just now; "
+    "wait {s:.0f} s and try again.",
+    "ended": "The class **{code}** has ended; this is the page on its own.",
+    "taken": "Class **{code}** is now taught from another tab, with the teacher's key; this "
+    "page follows it.",
+    "following": "**Following the teacher** · class {code}. Move any control to explore on "
+    "your own.",
+    "gone": "**Your teacher's page has closed** · class {code}. This page keeps what it "
+    "shows; it follows again if the teacher comes back within {minutes:.0f} minutes, and "
+    "the class ends after that.",
+    "exploring": "**You are exploring on your own**; class {code} goes on without you.",
+    "key": "Your teacher key is **{key}**. Write it down and keep it off the projector: if "
+    "this tab reloads or closes, open the class link in any tab, press “I am the teacher” "
+    "and type it within {minutes:.0f} minutes to take the class back.",
+    "wrong_key": "That is not this class's teacher key; the class goes on as it was.",
+    "join": "Students open **{url}** or scan the code. Class **{code}**",
+    "join_no_qr": "Students open **{url}**. Class **{code}**",
+    "panel": "Every student's screen follows yours; a student who moves a control explores "
+    "alone until they rejoin. If this tab reloads, take the class back with your teacher "
+    "key.",
+    "count": ":material/groups: **{n}** student{s} following",
+    "answers": ":material/how_to_vote: **{n}** answer{s} so far",
+    "answer_in": "Your answer is in (you can change it until the reveal). The teacher "
+    "reveals the result to the whole class.",
+    "asked": ":material/campaign: Your teacher put this question to the class. Answers are "
+    "counted without names; the teacher reveals the result.",
+    "kept_not.closed": "Your answer was not counted: the question is closed.",
+    "kept_not.invalid": "Your answer was not counted: it is not an answer this question takes.",
+    "kept_not.full": "Your answer was not counted: the class has as many answers as it may ({n}).",
+    "kept_not.client": "Your answer was not counted: your network has sent as many answers "
+    "to this question as it may.",
+    "clipped": "Answers outside {lo} to {hi} ({times:g} times the computed value's size "
+    "either side) are drawn at the nearer end: {n} of {total}.",
+}
 
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
 _STUDENT = "_ui_room_student"  # session_state: an anonymous id, to count each student once
 _SAID = "_ui_room_said"  # session_state: this run's notes about the room link
+SWEEP_S = 2.0  # how often the rooms look for teachers that have gone (ui.room.Rooms.sweep)
+CLIP_TIMES = 10.0  # a class's numbers are drawn within this many times the truth's size
 POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
 CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends no wake)
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
@@ -39,8 +99,22 @@ COUNT_S = 3.0  # how often the teacher's page refreshes its counts
 
 @st.cache_resource(max_entries=1)
 def rooms() -> Rooms:
-    """The server's rooms (one process serves every session, as on Community Cloud)."""
-    return Rooms()
+    """The server's rooms (one process serves every session, as on Community Cloud),
+    with the thread that sweeps them while they exist."""
+    store = Rooms()
+    ref = weakref.ref(store)
+    threading.Thread(target=_sweep, args=(ref,), name="ui-rooms-sweep", daemon=True).start()
+    return store
+
+
+def _sweep(ref: weakref.ref) -> None:
+    while (store := ref()) is not None:
+        try:
+            store.sweep()
+        except Exception:  # a sweep that failed tries again; the rooms stay as they were
+            logging.getLogger(__name__).exception("sweeping the rooms failed")
+        del store
+        time.sleep(SWEEP_S)
 
 
 def _state() -> dict | None:
@@ -57,23 +131,46 @@ def _student() -> str:
     return st.session_state.setdefault(_STUDENT, secrets.token_hex(8))
 
 
-def _say(message: str) -> None:
-    st.session_state.setdefault(_SAID, []).append(message)
+def _say(key: str, **fields: Any) -> None:
+    st.session_state.setdefault(_SAID, []).append(SAY[key].format(**fields))
+
+
+def _client() -> str:
+    """Who a bound counts against: the network address Streamlit reports, else (on
+    localhost, in AppTest) this browser session."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # no client context
+        address = None
+    return f"address {address}" if address else f"session {_student()}"
 
 
 # ---------------------------------------------------------------- joining and following
-def _open_room(state: dict | None) -> None:
+def _drop(state: dict | None) -> None:
+    """This session leaves its room: a teacher's room ends (a session holds one room at
+    a time), a follower stops being woken by it."""
     if state and state.get("token"):
-        rooms().close(state["code"], state["token"])  # a teacher holds one room at a time
-    opened = rooms().open()
-    if opened is None:
+        rooms().close(state["code"], state["token"])
+    elif state:
+        rooms().unlisten(state["code"], _student())
+
+
+def _teach(opened: Opened, show_key: bool) -> None:
+    st.session_state[_ROOM] = {
+        "code": opened.code, "token": opened.token, "key": opened.key, "show_key": show_key,
+    }  # fmt: skip
+    st.query_params["room"] = opened.code
+
+
+def _open_room(state: dict | None) -> None:
+    _drop(state)
+    opened = rooms().open(_client(), wake.presence())
+    if isinstance(opened, Refused):
         st.session_state.pop(_ROOM, None)
         del st.query_params["room"]
-        _say("This server holds as many classes as it may just now; try again in a while.")
+        _say(opened.value, n=_room.ROOMS_PER_CLIENT)
         return
-    code, token = opened
-    st.session_state[_ROOM] = {"code": code, "token": token}
-    st.query_params["room"] = code
+    _teach(opened, show_key=True)
 
 
 def _read_link() -> None:
@@ -84,34 +181,46 @@ def _read_link() -> None:
     asked, state = raw[-1], _state()
     shown = controls.safe_text(asked)
     if len(raw) > 1:
-        _say(f"The link gave `room` {len(raw)} times; using the last one, `{shown}`.")
+        _say("repeated", n=len(raw), shown=shown)
     if asked.strip().lower() == "new":
         _open_room(state)
         return
     code = normal_code(asked)
     if code is None:
-        _say(
-            f"The link's `room={shown}` is not a class code (four letters and "
-            "digits, as on the teacher's screen); this is the page on its own."
-        )
+        _say("not_code", shown=shown, n=CODE_LEN)
         return
     if state and state["code"] == code:
         return
-    if not rooms().exists(code):
-        _say(
-            f"There is no class **{code}** on this server: it has ended, or the code is "
-            "mistyped. This is the page on its own."
-        )
+    join = rooms().join(code, _client())  # rate-limited: codes cannot be guessed quickly
+    if not join.ok:
+        _say("slow", s=join.wait_s) if join.slow else _say("no_class", code=code)
         return
-    st.session_state[_ROOM] = {"code": code, "following": True, "seen": -1, "qid": 0}
+    _drop(state)
+    _follow_room(code)
+
+
+def _follow_room(code: str) -> dict:
+    state = {"code": code, "following": True, "seen": -1, "qid": 0}
+    st.session_state[_ROOM] = state
     st.query_params["room"] = code  # one clean parameter, in capitals
+    return state
 
 
 def _ended(state: dict) -> None:
     st.session_state.pop(_ROOM, None)
     if st.query_params.get("room") == state["code"]:
         del st.query_params["room"]
-    _say(f"The class **{state['code']}** has ended; this is the page on its own.")
+    _say("ended", code=state["code"])
+
+
+def _lost(state: dict) -> dict | None:
+    """A teacher's token no longer drives: another tab took the class back with the
+    key (this page follows it), or the class has ended."""
+    if not rooms().exists(state["code"]):
+        _ended(state)
+        return None
+    _say("taken", code=state["code"])
+    return _follow_room(state["code"])
 
 
 def sync(url_path: str) -> None:
@@ -119,17 +228,20 @@ def sync(url_path: str) -> None:
     st.session_state.pop(_SAID, None)
     _read_link()
     state = _state()
+    if state is not None and state.get("token"):
+        if rooms().show(state["code"], state["token"], url_path):
+            state["page"] = url_path
+            return
+        state = _lost(state)
     if state is None:
         return
     state["page"] = url_path
-    if state.get("token"):
-        if not rooms().show(state["code"], state["token"], url_path):
-            _ended(state)
-        return
     view = rooms().view(state["code"], _student() if state["following"] else None)
     if view is None:
         _ended(state)
-    elif state["following"]:
+        return
+    state["gone"] = view.gone
+    if state["following"]:
         _follow(state, view, url_path)
         _listen(state)
 
@@ -258,23 +370,51 @@ def _check(code: str, student: str | None) -> None:
     state = _state() or {}
     if rooms().version(code, student) != state.get("seen"):
         st.rerun()  # the teacher changed something (or the class ended): the whole page
-    st.info(
-        f"**Following the teacher** · class {code}. Move any control to explore on your own.",
-        icon=":material/podcasts:",
-    )
+    if state.get("gone"):  # the teacher's tab reloaded or closed (ui.room's sweep)
+        minutes = RECLAIM_S / 60
+        st.warning(SAY["gone"].format(code=code, minutes=minutes), icon=":material/podcasts:")
+    else:
+        st.info(SAY["following"].format(code=code), icon=":material/podcasts:")
 
 
-def _exploring(code: str) -> None:
-    text, join, leave = st.columns([4, 1.3, 1], vertical_alignment="center")
-    text.info(
-        f"**You are exploring on your own**; class {code} goes on without you.",
-        icon=":material/explore:",
-    )
+def _exploring(code: str, row) -> None:
+    text, join, leave = row
+    text.info(SAY["exploring"].format(code=code), icon=":material/explore:")
     join.button(
         "Rejoin the class", on_click=_rejoin, type="primary", icon=":material/group_add:",
         key="_ui_room_rejoin",
     )  # fmt: skip
     leave.button("Leave the class", on_click=_leave, type="tertiary", key="_ui_room_leave")
+
+
+def _door(code: str) -> None:
+    """For a teacher whose tab reloaded, or who moves to another tab: the key takes the
+    class back (rate-limited with the joins, so a key cannot be guessed either)."""
+    door = st.popover("I am the teacher", icon=":material/key:", width="stretch")
+    with door, st.form("_ui_room_reclaim", border=False):
+        typed = st.text_input("Teacher key", key="_ui_room_key", type="password")
+        sent = st.form_submit_button("Take the class back", type="primary")
+    if not sent:
+        return
+    got = rooms().reclaim(code, normal_key(typed) or "", _client(), wake.presence())
+    if isinstance(got, Opened):
+        _drop(_state())  # a follower no more
+        _teach(got, show_key=False)
+        st.rerun()
+    st.warning(SAY["slow"].format(s=got.wait_s) if got.slow else SAY["wrong_key"])
+
+
+def _key_box(state: dict) -> None:
+    """The teacher's key, shown when the room opens (and on request) until hidden."""
+    box = st.container(border=True)
+    box.markdown(SAY["key"].format(key=state["key"], minutes=RECLAIM_S / 60))
+    box.button("Hide the key", on_click=_show_key, args=(False,), key="_ui_room_hide_key")
+
+
+def _show_key(show: bool) -> None:
+    state = _state()
+    if state and state.get("token"):
+        state["show_key"] = show
 
 
 def banner() -> None:
@@ -287,53 +427,79 @@ def banner() -> None:
     if state.get("token"):
         if not presenting():  # in presenter mode ui.page_header puts it in its top row
             teacher_panel()
-    elif state["following"]:
-        _following(state["code"])
+        if state.get("show_key"):
+            _key_box(state)
+        return
+    if state["following"]:
+        text, door = st.columns([5, 1.3], vertical_alignment="center")
+        with text:
+            _following(state["code"])
     else:
-        _exploring(state["code"])
+        *row, door = st.columns([4, 1.3, 1, 1.3], vertical_alignment="center")
+        _exploring(state["code"], row)
+    with door:
+        _door(state["code"])
+
+
+MAX_HOST = 260  # a longer host name cannot be a real one: the link goes without it
 
 
 def join_url(code: str) -> str:
-    """The address students open: the app's root with the room's code."""
-    url = (st.context.url or "").split("?")[0]
-    page = (_state() or {}).get("page", "")
-    if page and url.endswith("/" + page):
-        url = url[: -len(page) - 1]
-    return url.rstrip("/") + f"/?room={code}"
+    """The address students open: the server's base URL (the app's root, whatever page
+    or path the teacher is on) with the room's code."""
+    from streamlit import config
+
+    parts = urlsplit(st.context.url or "")
+    host = parts.netloc.rpartition("@")[2]  # never a user name or password
+    root = f"{parts.scheme}://{host}" if parts.scheme in ("http", "https") else ""
+    if len(host) > MAX_HOST or not host:
+        root = ""
+    base = (config.get_option("server.baseUrlPath") or "").strip("/")
+    return f"{root}/{base + '/' if base else ''}?room={code}"
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def qr_png(text: str) -> bytes:
-    """A QR code of `text`, drawn here (no outside service sees the room's address)."""
+def qr_png(text: str) -> bytes | None:
+    """A QR code of `text`, drawn here (no outside service sees the room's address);
+    None when `text` is more than a QR code holds."""
     import segno  # only a teacher's page needs it
 
     out = io.BytesIO()
-    segno.make(text, error="m").save(out, kind="png", scale=10, border=2, dark="#1B1F24")
+    try:
+        qr = segno.make(text, error="m")
+    except segno.DataOverflowError:
+        return None
+    qr.save(out, kind="png", scale=10, border=2, dark="#1B1F24")
     return out.getvalue()
 
 
 @st.fragment(run_every=COUNT_S)
-def _count(code: str) -> None:
-    view = rooms().view(code)
-    n = view.following if view else 0
-    st.caption(f":material/groups: **{n}** student{'' if n == 1 else 's'} following")
+def _count(code: str, token: str) -> None:
+    view = rooms().hear(code, token)  # the teacher's page is still there
+    if view is None:
+        st.rerun()  # another tab took the class back, or it ended: the page says which
+    n = view.following
+    st.caption(SAY["count"].format(n=n, s="" if n == 1 else "s"))
 
 
 def teacher_panel() -> None:
     """The teacher's room: its code, the join link and QR code, the count, End."""
-    code = _state()["code"]
+    state = _state()
+    code = state["code"]
     url = join_url(code)
+    png = qr_png(url)
     with st.popover(f"Class {code}", icon=":material/groups:", width="stretch"):
-        st.markdown(
-            f"Students open **{controls.safe_text(url, 120)}** or scan the code. Class **{code}**"
-        )
-        st.image(qr_png(url), width=280, caption=f"Join class {code}")
-        st.caption(
-            "Every student's screen follows yours; a student who moves a control explores "
-            "alone until they rejoin. Keep this tab: reloading it leaves the class."
-        )
+        shown = controls.safe_text(url, 120)
+        st.markdown(SAY["join" if png else "join_no_qr"].format(url=shown, code=code))
+        if png:
+            st.image(png, width=280, caption=f"Join class {code}")
+        st.caption(SAY["panel"])
         st.button("End the class", on_click=_end, icon=":material/logout:", key="_ui_room_end")
-    _count(code)
+        st.button(
+            "Show my teacher key", on_click=_show_key, args=(True,), type="tertiary",
+            icon=":material/key:", key="_ui_room_show_key",
+        )  # fmt: skip
+    _count(code, state["token"])
 
 
 # --------------------------------------------------------------- a question to the class
@@ -392,7 +558,7 @@ def ask_button(box, key: str, choices) -> None:
 def _answers(code: str, token: str) -> None:
     q = rooms().answers(code, token)
     n = len(q.answers) if q else 0
-    st.markdown(f":material/how_to_vote: **{n}** answer{'' if n == 1 else 's'} so far")
+    st.markdown(SAY["answers"].format(n=n, s="" if n == 1 else "s"))
 
 
 def hold(box, key: str) -> None:
@@ -406,24 +572,31 @@ def hold(box, key: str) -> None:
     )  # fmt: skip
 
 
-def collect(box, a: Asked, sent: bool, answer: Any) -> None:
-    """A student's exercise while the class answers: send the answer, say it is in."""
+def collect(box, a: Asked, sent: bool, answer: Any) -> bool | None:
+    """A student's exercise while the class answers: send the answer and say truthfully
+    whether the room kept it. Returns whether it was kept (None: nothing was sent)."""
     state = _state()
+    kept = None
     if sent and answer is not None:
-        n = rooms().answer(state["code"], a.question.id, _student(), answer)
-        if n is not None:
+        got = rooms().answer(state["code"], a.question.id, _student(), answer, _client())
+        kept = got.kept
+        if got.kept:
             state["answered"] = a.question.id
-    if state.get("answered") == a.question.id:
-        box.info(
-            "Your answer is in (you can change it until the reveal). The teacher reveals "
-            "the result to the whole class.",
-            icon=":material/how_to_vote:",
-        )
-    else:
-        box.caption(
-            ":material/campaign: Your teacher put this question to the class. Answers are "
-            "counted without names; the teacher reveals the result."
-        )
+        else:
+            box.warning(SAY[f"kept_not.{got.why}"].format(n=got.count), icon=":material/block:")
+    if state.get("answered") == a.question.id and kept is not False:
+        box.info(SAY["answer_in"], icon=":material/how_to_vote:")
+    elif kept is None:
+        box.caption(SAY["asked"])
+    return kept
+
+
+def bounded(values: list[float], truth: float) -> tuple[list[float], int]:
+    """A class's numbers for the chart: each within CLIP_TIMES times the truth's size of
+    the truth (1 when the truth is 0), and how many had to be moved to that edge."""
+    span = CLIP_TIMES * (abs(truth) or 1.0)
+    lo, hi = truth - span, truth + span
+    return [min(max(v, lo), hi) for v in values], sum(not lo <= v <= hi for v in values)
 
 
 def results(box, a: Asked, *, correct: str | None = None, truth: float | None = None,
@@ -438,7 +611,18 @@ def results(box, a: Asked, *, correct: str | None = None, truth: float | None = 
         counts = [sum(x == c for x in answers) for c in a.question.choices]
         chart = class_choices(list(a.question.choices), counts, correct)
     elif truth is not None:
-        chart = class_numbers([float(x) for x in answers], truth, shown)
+        values, clipped = bounded([float(x) for x in answers], truth)
+        chart = class_numbers(values, truth, shown)
+        if clipped:
+            span = CLIP_TIMES * (abs(truth) or 1.0)
+            edge = SAY["clipped"].format(
+                lo=f"{truth - span:.3g}",
+                hi=f"{truth + span:.3g}",
+                n=clipped,
+                total=len(values),
+                times=CLIP_TIMES,
+            )
+            chart = replace(chart, caption=f"{chart.caption} {edge}")
     else:
         return
     with box:

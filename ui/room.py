@@ -12,46 +12,117 @@ session): every new version calls them all, outside the lock, so the followers' 
 rerun at once instead of polling. A waker that says its session is gone is dropped.
 
 Only the holder of a room's token (kept in the teacher's session state, never in a URL)
-can change it. Everything is bounded: rooms, students counted, answers; a room nobody
-touched for `IDLE_S` seconds is gone.
+can change it. A room belongs to a live teacher session: the teacher's `Presence` (its
+session's connection) is checked by `sweep` every few seconds; when it is gone the
+followers are woken and told, and the room waits `RECLAIM_S` for the teacher's key (shown
+to the teacher only) before it ends. Rooms are bounded in total and per client (a network
+address, else a browser session); when the server is full, only a room with neither its
+teacher nor any follower connected gives way. Joins and key tries are rate-limited per
+client, and a code that names no room costs more than one that does. Students counted,
+answers (in total and per client) and values are bounded; a room nobody touched for
+`IDLE_S` seconds is gone.
 """
 
 from __future__ import annotations
 
 import copy
 import hmac
+import math
+import os
 import re
 import secrets
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, Protocol
 
 # No 0/O, 1/I/L, 2/Z, 5/S, 8/B: a code read off a projector is typed right.
 CODE_CHARS = "ACDEFGHJKMNPQRTUVWXY34679"
-CODE_LEN = 4
+CODE_LEN = 6  # 25**6 codes: guessing one of MAX_ROOMS live rooms takes months (issue 40)
+KEY_LEN = 8  # the teacher's key, which takes a room back after a reload
 CODE_RE = re.compile(f"[{CODE_CHARS}]{{{CODE_LEN}}}")
+KEY_RE = re.compile(f"[{CODE_CHARS}]{{{KEY_LEN}}}")
 MAX_ROOMS = 50  # rooms on one server at once
+ROOMS_PER_CLIENT = int(os.environ.get("ATTN_ROOMS_PER_CLIENT", "5"))  # one address's rooms
 MAX_STUDENTS = 300  # students one room counts (more can follow, uncounted)
+ANSWERS_PER_CLIENT = int(os.environ.get("ATTN_ANSWERS_PER_CLIENT", "60"))  # per question
 MAX_VALUES = 200  # control values one room holds
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
-EVICT_S = 15 * 60  # when the server is full, a room idle this long with nobody in it gives way
+RECLAIM_S = 10 * 60  # a room whose teacher's page has gone waits this long for the key
+HEARD_S = 120.0  # a teacher with no Presence (no runtime) counts as here when heard within
 SEEN_S = 10.0  # a polling student counts as following when their page asked within this
+JOIN_BURST = 100.0  # joins one client may make at once (a class behind one router fits)
+JOIN_PER_S = 1.0  # ... and then per second
+MISS_COST = 5.0  # a code that names no room (or a wrong key) costs this many joins
+MAX_CLIENTS = 10_000  # clients the join limiter remembers
 
 
-class Waker(Protocol):
-    """Reruns one follower's page (ui.wake.Waker); False once that page is gone."""
-
-    def __call__(self) -> bool: ...
+class Presence(Protocol):
+    """Whether a session still has its browser connected (ui.wake.Waker is one)."""
 
     def alive(self) -> bool: ...
 
 
+class Waker(Presence, Protocol):
+    """Reruns one follower's page (ui.wake.Waker); False once that page is gone."""
+
+    def __call__(self) -> bool: ...
+
+
+def _normal(text: str, pattern: re.Pattern) -> str | None:
+    text = re.sub(r"[\s-]", "", text[:64]).upper()  # "abc def", "ABC-DEF" as typed
+    return text if pattern.fullmatch(text) else None
+
+
 def normal_code(text: str) -> str | None:
-    """A room code as typed (any case, spaces around) or None when it cannot be one."""
-    code = text.strip().upper()
-    return code if CODE_RE.fullmatch(code) else None
+    """A room code as typed (any case, spaces or dashes) or None when it cannot be one."""
+    return _normal(text, CODE_RE)
+
+
+def normal_key(text: str) -> str | None:
+    """A teacher's key as typed, or None when it cannot be one."""
+    return _normal(text, KEY_RE)
+
+
+def _draw(n: int) -> str:
+    return "".join(secrets.choice(CODE_CHARS) for _ in range(n))
+
+
+class Refused(Enum):
+    """Why `open` gave no room."""
+
+    FULL = "full"  # the server holds MAX_ROOMS rooms, each with someone connected
+    CLIENT = "client"  # this client holds ROOMS_PER_CLIENT rooms with someone connected
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A room of one's own: its code, the session's token and the teacher's key."""
+
+    code: str
+    token: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Join:
+    """The answer to a knock on a room: `ok` (the room exists), or why not."""
+
+    ok: bool
+    slow: bool = False  # the client knocked too often: try again in `wait_s`
+    wait_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What became of a student's answer: `kept` or not (`why`), and how many are in."""
+
+    kept: bool
+    count: int = 0
+    why: str = ""  # "closed", "invalid", "full", "client" when not kept
 
 
 @dataclass
@@ -64,6 +135,7 @@ class Question:
     choices: tuple[str, ...] | None
     answers: dict[str, Any] = field(default_factory=dict)  # student id -> answer
     revealed: bool = False
+    clients: dict[str, str] = field(default_factory=dict)  # student id -> client
 
 
 @dataclass(frozen=True)
@@ -75,6 +147,7 @@ class View:
     values: dict[str, Any]
     question: Question | None
     following: int
+    gone: bool = False  # the teacher's page has gone; the room waits for their key
 
 
 @dataclass
@@ -82,6 +155,11 @@ class Room:
     code: str
     token: str
     touched: float
+    key: str = ""
+    client: str = ""
+    teacher: Presence | None = None  # None: no runtime, `heard` tells instead
+    heard: float = 0.0  # the teacher's session was last heard from
+    gone: float | None = None  # since when the teacher's page is gone
     page: str | None = None  # the teacher's draft: the page and its values this run
     values: dict[str, Any] = field(default_factory=dict)
     shown_page: str | None = None  # what the followers see: the last commit
@@ -98,6 +176,20 @@ class Room:
         self.version += 1
         return list(self.listeners.values())
 
+    def teacher_here(self, now: float) -> bool:
+        if self.teacher is not None:
+            return self.teacher.alive()
+        return now - self.heard < HEARD_S
+
+    def followers_here(self, now: float) -> bool:
+        return any(w.alive() for w in self.listeners.values()) or any(
+            now - t < SEEN_S for t in self.students.values()
+        )
+
+    def live(self, now: float) -> bool:
+        """Someone is connected: such a room is never evicted."""
+        return self.teacher_here(now) or self.followers_here(now)
+
 
 class Rooms:
     """Every room of the server. Methods that change a room take its token."""
@@ -106,55 +198,85 @@ class Rooms:
         self._rooms: dict[str, Room] = {}
         self._lock = threading.Lock()
         self._clock = clock
+        self._knocks: dict[str, tuple[float, float]] = {}  # client -> (tokens, when)
 
     def __len__(self) -> int:
         with self._lock:
             self._purge()
             return len(self._rooms)
 
-    def _purge(self) -> None:
+    def _purge(self) -> list[tuple[str, list[Waker]]]:
+        """Forget rooms idle past IDLE_S; their wakers, to call outside the lock."""
         now = self._clock()
-        for code in [c for c, r in self._rooms.items() if now - r.touched > IDLE_S]:
-            del self._rooms[code]
+        ended = [c for c, r in self._rooms.items() if now - r.touched > IDLE_S]
+        return [(c, list(self._rooms.pop(c).listeners.values())) for c in ended]
 
-    def _make_space(self) -> bool:
-        if len(self._rooms) < MAX_ROOMS:
-            return True
-        now = self._clock()
-        empty = [
-            r
-            for r in self._rooms.values()
-            if now - r.touched > EVICT_S and not any(now - t < SEEN_S for t in r.students.values())
-        ]
-        if not empty:
+    def _evict(self, rooms: list[Room], now: float) -> bool:
+        """Drop the room among `rooms` that nobody is connected to, longest gone first."""
+        idle = [r for r in rooms if not r.live(now)]
+        if not idle:
             return False
-        del self._rooms[min(empty, key=lambda r: r.touched).code]
+        out = min(idle, key=lambda r: (r.gone is None, r.gone or 0.0, r.touched))
+        del self._rooms[out.code]
         return True
 
-    def open(self) -> tuple[str, str] | None:
-        """A new room: (code, token), or None when the server holds all it may."""
+    def open(self, client: str = "", teacher: Presence | None = None) -> Opened | Refused:
+        """A new room for `client` whose session is `teacher`; or why there is none."""
         with self._lock:
             self._purge()
-            if not self._make_space():
-                return None
-            code = "".join(secrets.choice(CODE_CHARS) for _ in range(CODE_LEN))
+            now = self._clock()
+            mine = [r for r in self._rooms.values() if client and r.client == client]
+            if len(mine) >= ROOMS_PER_CLIENT and not self._evict(mine, now):
+                return Refused.CLIENT
+            if len(self._rooms) >= MAX_ROOMS and not self._evict(list(self._rooms.values()), now):
+                return Refused.FULL
+            code = _draw(CODE_LEN)
             while code in self._rooms:
-                code = "".join(secrets.choice(CODE_CHARS) for _ in range(CODE_LEN))
-            token = secrets.token_urlsafe(24)
-            self._rooms[code] = Room(code=code, token=token, touched=self._clock())
-            return code, token
+                code = _draw(CODE_LEN)
+            token, key = secrets.token_urlsafe(24), _draw(KEY_LEN)
+            self._rooms[code] = Room(code, token, now, key, client, teacher, now)
+            return Opened(code, token, key)
+
+    def _spend(self, client: str, cost: float, now: float) -> float:
+        """Take `cost` joins from `client`'s allowance; 0 when it had one, else the
+        seconds until it has one again (a refused knock takes nothing)."""
+        tokens, then = self._knocks.get(client, (JOIN_BURST, now))
+        tokens = min(JOIN_BURST, tokens + (now - then) * JOIN_PER_S)
+        if tokens < 1:
+            self._knocks[client] = (tokens, now)
+            return (1 - tokens) / JOIN_PER_S
+        self._knocks[client] = (tokens - cost, now)
+        if len(self._knocks) > MAX_CLIENTS:  # forget those whose allowance is whole again
+            self._knocks = {
+                c: (t, w)
+                for c, (t, w) in self._knocks.items()
+                if t + (now - w) * JOIN_PER_S < JOIN_BURST
+            }
+        return 0.0
+
+    def join(self, code: str, client: str) -> Join:
+        """Whether room `code` exists, for a session of `client` about to follow it;
+        rate-limited per client (a code that names no room costs MISS_COST)."""
+        with self._lock:
+            self._purge()
+            now = self._clock()
+            exists = code in self._rooms
+            wait = self._spend(client, 1.0 if exists else MISS_COST, now)
+            return Join(exists and not wait, bool(wait), wait)
 
     def exists(self, code: str) -> bool:
         with self._lock:
             self._purge()
             return code in self._rooms
 
-    def _own(self, code: str, token: str) -> Room | None:
-        """The room, when `token` is its teacher's; touches it."""
+    def _own(self, code: str, token: str, touch: bool = True) -> Room | None:
+        """The room, when `token` is its teacher's; hears the teacher (and touches it)."""
         room = self._rooms.get(code)
         if room is None or not hmac.compare_digest(room.token, token):
             return None
-        room.touched = self._clock()
+        room.heard = self._clock()
+        if touch:
+            room.touched = room.heard
         return room
 
     def close(self, code: str, token: str) -> bool:
@@ -177,7 +299,58 @@ class Rooms:
                     if w in gone:
                         del room.listeners[s]
 
+    def sweep(self) -> None:
+        """Every few seconds (ui.classroom's thread): a room whose teacher's page went
+        tells its followers at once; one that came back, too; one gone past RECLAIM_S
+        (or idle past IDLE_S) ends, and its followers are told."""
+        with self._lock:
+            wake = self._purge()
+            now = self._clock()
+            for room in list(self._rooms.values()):
+                here = room.teacher_here(now)
+                if here and room.gone is not None:
+                    room.gone = None
+                    wake.append((room.code, room.bump()))
+                elif not here and room.gone is None:
+                    room.gone = now
+                    wake.append((room.code, room.bump()))
+                elif not here and now - room.gone > RECLAIM_S:
+                    del self._rooms[room.code]
+                    wake.append((room.code, list(room.listeners.values())))
+        for code, wakers in wake:
+            self._wake(code, wakers)
+
     # -- the teacher's side ------------------------------------------------------------
+    def reclaim(
+        self, code: str, key: str, client: str, teacher: Presence | None = None
+    ) -> Opened | Join:
+        """The teacher's key takes room `code` back for this session (a new token: the
+        old tab drives no more); else a Join saying why not (`slow`: too many tries)."""
+        with self._lock:
+            now = self._clock()
+            room = self._rooms.get(code)
+            right = room is not None and hmac.compare_digest(room.key, key)
+            wait = self._spend(client, 1.0 if right else MISS_COST, now)
+            if wait or not right:
+                return Join(False, bool(wait), wait)
+            room.token, room.teacher, room.client = secrets.token_urlsafe(24), teacher, client
+            room.heard = room.touched = now
+            room.gone = None
+            opened = Opened(code, room.token, room.key)
+            wake = room.bump()
+        self._wake(code, wake)
+        return opened
+
+    def hear(self, code: str, token: str, teacher: Presence | None = None) -> View | None:
+        """The teacher's page is still there (its count's timer): what followers see."""
+        with self._lock:
+            room = self._own(code, token, touch=False)
+            if room is None:
+                return None
+            if teacher is not None:
+                room.teacher = teacher
+        return self.view(code)
+
     def show(self, code: str, token: str, page: str) -> bool:
         """The teacher is on `page`: a new page starts with no values."""
         with self._lock:
@@ -251,9 +424,10 @@ class Rooms:
                 self._seen(room, student, now)
             following = self._following(room, now)
             q = room.question  # the answers travel only once revealed
-            question = q and replace(q, answers=dict(q.answers) if q.revealed else {})
+            question = q and replace(q, answers=dict(q.answers) if q.revealed else {}, clients={})
             values = copy.deepcopy(room.shown_values)
-            return View(room.version, room.shown_page, values, question, following)
+            gone = room.gone is not None
+            return View(room.version, room.shown_page, values, question, following, gone)
 
     def version(self, code: str, student: str | None = None) -> int | None:
         """The room's version (None: no such room); the cheap call a follower polls."""
@@ -310,25 +484,40 @@ class Rooms:
             del room.students[min(stale, key=room.students.__getitem__)]
             room.students[student] = now
 
-    def answer(self, code: str, question_id: int, student: str, value: Any) -> int | None:
-        """A student's answer to the open question (their last one counts); returns how
-        many have answered, or None when that question is not open any more."""
+    def answer(
+        self, code: str, question_id: int, student: str, value: Any, client: str = ""
+    ) -> Answer:
+        """A student's answer to the open question (their last one counts). Kept only
+        when the question is open, the value fits it (one of its choices, or a finite
+        number), and neither the question (MAX_STUDENTS) nor `client`
+        (ANSWERS_PER_CLIENT) is full; a student's change of answer always fits."""
         with self._lock:
             room = self._rooms.get(code)
             q = room.question if room else None
             if q is None or q.id != question_id or q.revealed:
-                return None
-            if q.choices is not None and value not in q.choices:
-                return None
-            if student in q.answers or len(q.answers) < MAX_STUDENTS:
-                q.answers[student] = value
-            return len(q.answers)
+                return Answer(False, why="closed")
+            if not _fits(q, value):
+                return Answer(False, len(q.answers), "invalid")
+            if student not in q.answers:
+                if len(q.answers) >= MAX_STUDENTS:
+                    return Answer(False, len(q.answers), "full")
+                if client and Counter(q.clients.values())[client] >= ANSWERS_PER_CLIENT:
+                    return Answer(False, len(q.answers), "client")
+            q.answers[student] = value if q.choices is not None else float(value)
+            q.clients[student] = client
+            return Answer(True, len(q.answers))
 
     def answers(self, code: str, token: str) -> Question | None:
         """The open question with its answers, for the teacher."""
         with self._lock:
-            room = self._own(code, token)
+            room = self._own(code, token, touch=False)
             return copy.deepcopy(room.question) if room else None
+
+
+def _fits(q: Question, value: Any) -> bool:
+    if q.choices is not None:
+        return isinstance(value, str) and value in q.choices
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 _MISSING = object()

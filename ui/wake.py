@@ -17,6 +17,11 @@ started after the teacher's change, or a second wake for the same change, costs 
 Streamlit has no public call for this, so `here()` checks the pieces it needs and
 returns None when any is missing (an older or newer Streamlit, AppTest, bare mode): the
 caller then falls back to polling.
+
+A teacher's room keeps `presence()`, a waker that never reruns anything: its `alive()`
+(the session still has its browser connected) is how the room knows that its teacher is
+there, and that a reloaded or closed tab is not (ui.room's sweep). Where none can be made,
+the room goes by when it last heard from the teacher's page instead.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ RETRIES = 200  # for 10 s; past that the page's own slow check (ui.classroom) ca
 
 def _always() -> bool:
     return True
+
+
+def _never() -> bool:
+    return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,3 +103,9 @@ def here(stale: Callable[[], bool] = _always) -> Waker | None:
     except Exception:  # any missing piece means: poll instead
         return None
     return Waker(ctx.session_id, sessions, stale)
+
+
+def presence() -> Waker | None:
+    """This session's connection, for a room to tell whether its teacher is still there
+    (`alive()`; calling it reruns nothing), or None where none can be made."""
+    return here(stale=_never)

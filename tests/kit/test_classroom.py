@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.apptest import no_exception, run_page
 from ui.classroom import rooms
+from ui.room import CODE_LEN
 from ui.exercises import EXERCISE_LOG
 
 
@@ -35,7 +36,8 @@ def test_the_teacher_gets_a_code_and_keeps_the_token_out_of_the_url():
     state = at.session_state["_ui_room"]
     assert at.query_params["room"] == code
     assert all(state["token"] not in str(v) for v in at.query_params.values())
-    assert len(code) == 4
+    assert len(code) == CODE_LEN and state["key"] not in str(at.query_params)
+    assert state["key"] in " ".join(m.value for m in at.markdown)  # shown to the teacher
     view = rooms().view(code)
     assert view.page == "scaling" and view.values["d_k"] == 64  # the page's controls
 
@@ -85,7 +87,7 @@ def test_the_teacher_changes_page_and_the_class_goes_along():
 @pytest.mark.parametrize(
     "room, said",
     [
-        ("AAAA", "There is no class"),
+        ("AAAAAA", "There is no class"),
         ("<script>alert(1)</script>", "is not a class code"),
         ("x" * 5000, "is not a class code"),
         ("**bold** [a](https://e.com)", "is not a class code"),
@@ -106,7 +108,7 @@ def test_bad_room_links_give_a_note_and_the_page_on_its_own(room, said):
 def test_a_repeated_room_uses_the_last_and_an_ended_class_says_so():
     at, code = teacher()
     st = run_page("pages/scaling.py")
-    st.query_params["room"] = ["AAAA", code]
+    st.query_params["room"] = ["AAAAAA", code]
     st.run()
     assert "2 times" in warnings(st) and st.session_state["_ui_room"]["code"] == code
     at.button(key="_ui_room_end").click().run()

@@ -22,15 +22,24 @@ def store():
 
 
 def test_codes_are_short_unambiguous_and_checked():
-    ok = "".join(R.CODE_CHARS[:4])
+    ok = R.CODE_CHARS[: R.CODE_LEN]
     assert R.normal_code(ok.lower()) == ok
-    for bad in ("", "ABC", "ABCDE", "AB0D", "AB-D", "<scr", "1111"):
+    assert R.normal_code(f" {ok[:3]}-{ok[3:]} ") == ok  # as read off a projector, grouped
+    for bad in ("", ok[:-1], ok + "A", "0" + ok[1:], "<scr" + ok, "1" * R.CODE_LEN, "x" * 5000):
         assert R.normal_code(bad) is None
+    key = R.CODE_CHARS[-R.KEY_LEN :]
+    assert R.normal_key(key.lower()) == key and R.normal_key(ok) is None
+
+
+def opened(rooms, *args, **kw) -> tuple[str, str]:
+    got = rooms.open(*args, **kw)
+    assert isinstance(got, R.Opened), got
+    return got.code, got.token
 
 
 def test_only_the_token_drives_and_followers_see_commits(store):
     rooms, _ = store
-    code, token = rooms.open()
+    code, token = opened(rooms)
     assert rooms.view(code).page is None
     assert not rooms.show(code, "not-the-token", "scaling")
     assert not rooms.set(code, token[:-1] + "x", "d_k", 512)
@@ -50,7 +59,7 @@ def test_only_the_token_drives_and_followers_see_commits(store):
 
 def test_values_are_copies(store):
     rooms, _ = store
-    code, token = rooms.open()
+    code, token = opened(rooms)
     heads = ["L0H0"]
     rooms.show(code, token, "heads")
     rooms.set(code, token, "ablate", heads)
@@ -63,26 +72,26 @@ def test_values_are_copies(store):
 
 def test_questions_count_answers_without_showing_them_early(store):
     rooms, _ = store
-    code, token = rooms.open()
+    code, token = opened(rooms)
     assert rooms.ask(code, token, "scaling", "spread", ["a", "b"])
     q = rooms.view(code).question
     assert (q.key, q.choices, q.revealed) == ("spread", ("a", "b"), False)
-    assert rooms.answer(code, q.id, "s1", "a") == 1
-    assert rooms.answer(code, q.id, "s1", "b") == 1  # the last answer counts, once
-    assert rooms.answer(code, q.id, "s2", "not a choice") is None
-    assert rooms.answer(code, q.id + 1, "s2", "a") is None  # an old question
+    assert rooms.answer(code, q.id, "s1", "a") == R.Answer(True, 1)
+    assert rooms.answer(code, q.id, "s1", "b") == R.Answer(True, 1)  # the last one counts
+    assert rooms.answer(code, q.id, "s2", "not a choice").why == "invalid"
+    assert rooms.answer(code, q.id + 1, "s2", "a").why == "closed"  # an old question
     assert rooms.view(code).question.answers == {}  # students never see others' answers
     assert rooms.answers(code, token).answers == {"s1": "b"}
     assert rooms.answers(code, "bad") is None
     assert not rooms.reveal(code, "bad")
     assert rooms.reveal(code, token)
     assert rooms.view(code).question.answers == {"s1": "b"}
-    assert rooms.answer(code, q.id, "s3", "a") is None  # closed once revealed
+    assert not rooms.answer(code, q.id, "s3", "a").kept  # closed once revealed
 
 
 def test_followers_are_counted_while_they_poll(store):
     rooms, clock = store
-    code, _ = rooms.open()
+    code, _ = opened(rooms)
     for s in ("a", "b", "c"):
         rooms.version(code, s)
     assert rooms.view(code).following == 3
@@ -107,7 +116,7 @@ class FakeWaker:
 
 def test_a_new_version_wakes_every_listener_once(store):
     rooms, _ = store
-    code, token = rooms.open()
+    code, token = opened(rooms)
     a, b, gone = FakeWaker(), FakeWaker(), FakeWaker()
     for s, w in (("a", a), ("b", b), ("gone", gone)):
         assert rooms.listen(code, s, w)
@@ -132,7 +141,7 @@ def test_a_new_version_wakes_every_listener_once(store):
 
 def test_a_page_that_listens_after_a_commit_it_did_not_see_is_woken_at_once(store):
     rooms, _ = store
-    code, token = rooms.open()
+    code, token = opened(rooms)
     seen = rooms.view(code).version  # the page takes the room's view ...
     rooms.show(code, token, "scaling")
     rooms.set(code, token, "d_k", 512)
@@ -146,7 +155,7 @@ def test_a_page_that_listens_after_a_commit_it_did_not_see_is_woken_at_once(stor
 def test_listeners_are_bounded_and_closed_pages_give_way(store, monkeypatch):
     rooms, _ = store
     monkeypatch.setattr(R, "MAX_STUDENTS", 3)
-    code, _ = rooms.open()
+    code, _ = opened(rooms)
     wakers = [FakeWaker() for _ in range(4)]
     assert all(rooms.listen(code, f"s{i}", wakers[i]) for i in range(3))
     assert not rooms.listen(code, "s3", wakers[3])  # full: that page polls instead
@@ -161,9 +170,9 @@ def test_bounds(store, monkeypatch):
     monkeypatch.setattr(R, "MAX_ROOMS", 3)
     monkeypatch.setattr(R, "MAX_STUDENTS", 5)
     monkeypatch.setattr(R, "MAX_VALUES", 4)
-    opened = [rooms.open() for _ in range(3)]
-    assert rooms.open() is None  # full, and every room is fresh
-    code, token = opened[0]
+    held = [opened(rooms, f"client{i}") for i in range(3)]
+    assert rooms.open("client9") is R.Refused.FULL  # full, and every teacher is here
+    code, token = held[0]
     for i in range(10):
         rooms.set(code, token, f"k{i}", i)
         rooms.version(code, f"student{i}")
@@ -172,16 +181,137 @@ def test_bounds(store, monkeypatch):
     assert rooms.view(code).following == 5
     rooms.ask(code, token, "p", "q", ["a"])
     qid = rooms.view(code).question.id
-    counts = [rooms.answer(code, qid, f"s{i}", "a") for i in range(10)]
-    assert max(counts) == 5
-    clock.t += R.EVICT_S + 1  # idle rooms nobody follows give way to a new one
-    assert rooms.open() is not None and len(rooms) == 3
+    got = [rooms.answer(code, qid, f"s{i}", "a", f"client{i}") for i in range(10)]
+    assert [a.kept for a in got] == [True] * 5 + [False] * 5, "never confirm a dropped one"
+    assert {a.why for a in got[5:]} == {"full"} and max(a.count for a in got) == 5
+    clock.t += R.HEARD_S + 1  # no teacher heard from (no presence here), nobody following
+    assert isinstance(rooms.open("client9"), R.Opened) and len(rooms) == 3
+
+
+class Session:
+    """Stands in for ui.wake.presence(): a teacher's session, connected or not."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def alive(self) -> bool:
+        return self.open
+
+
+def test_throwaway_sessions_neither_refuse_a_teacher_nor_evict_a_live_class(store):
+    rooms, clock = store
+    # the issue's script: 49 sessions of one address open rooms and stay connected
+    script = [Session() for _ in range(49)]
+    got = [rooms.open("address 10.0.0.9", s) for s in script]
+    kept = [g for g in got if isinstance(g, R.Opened)]
+    assert len(kept) == R.ROOMS_PER_CLIENT and got[-1] is R.Refused.CLIENT
+    teacher = Session()
+    code, token = opened(rooms, "address 10.0.0.1", teacher)  # a real teacher gets one
+    follower = FakeWaker()
+    rooms.listen(code, "student", follower)
+    # many addresses (the worst case) fill the server with rooms that stay connected
+    others = [Session() for _ in range(R.MAX_ROOMS)]
+    for i, s in enumerate(others):
+        rooms.open(f"address 10.1.{i}.1", s)
+    assert len(rooms) == R.MAX_ROOMS
+    assert rooms.open("address 10.0.0.2", Session()) is R.Refused.FULL  # all connected
+    # hours pass; the class is quiet (woken followers never touch the room)
+    clock.t += 2 * 3600
+    for s in script + others:
+        s.open = False  # the throwaway sessions end
+    for i in range(R.MAX_ROOMS - 1):  # every room but the live class's gives way
+        assert isinstance(rooms.open(f"address 10.2.{i}.1", Session()), R.Opened)
+    assert rooms.view(code) is not None and rooms.set(code, token, "d_k", 8)  # still live
+    teacher.open = False  # the teacher's tab closed, but a student is still connected
+    rooms.sweep()
+    assert rooms.open("address 10.3.0.1", Session()) is R.Refused.FULL
+    assert rooms.view(code).gone
+
+
+def test_a_client_at_its_cap_gives_up_its_own_rooms_that_nobody_is_in(store, monkeypatch):
+    rooms, _ = store
+    monkeypatch.setattr(R, "ROOMS_PER_CLIENT", 2)
+    a, b = Session(), Session()
+    first, _ = opened(rooms, "address x", a)
+    opened(rooms, "address x", b)
+    assert rooms.open("address x", Session()) is R.Refused.CLIENT
+    a.open = False  # its teacher's session ended: that room is the one to give way
+    assert isinstance(rooms.open("address x", Session()), R.Opened)
+    assert not rooms.exists(first) and len(rooms) == 2
+
+
+def test_a_teacher_who_leaves_is_told_to_the_class_and_the_key_takes_it_back(store):
+    rooms, clock = store
+    session = Session()
+    got = rooms.open("address t", session)
+    code, token, key = got.code, got.token, got.key
+    follower = FakeWaker()
+    rooms.listen(code, "s", follower)
+    rooms.sweep()
+    assert follower.calls == 0 and not rooms.view(code).gone  # the teacher is here
+    session.open = False  # the teacher's tab reloads
+    rooms.sweep()
+    assert follower.calls == 1 and rooms.view(code).gone  # the class is told at once
+    rooms.sweep()
+    assert follower.calls == 1  # once
+    assert rooms.reclaim(code, "A" * R.KEY_LEN, "address t") == R.Join(False)
+    back = Session()
+    again = rooms.reclaim(code, key, "address t", back)
+    assert isinstance(again, R.Opened) and again.key == key and again.token != token
+    assert not rooms.show(code, token, "scaling"), "the old tab drives no more"
+    assert rooms.show(code, again.token, "scaling") and not rooms.view(code).gone
+    assert follower.calls == 2  # following again
+    back.open = False
+    rooms.sweep()
+    clock.t += R.RECLAIM_S + 1
+    rooms.sweep()  # nobody came back with the key: the class ends, and says so
+    assert not rooms.exists(code) and follower.calls == 4
+
+
+def test_joins_and_key_tries_are_rate_limited_per_client(store):
+    rooms, clock = store
+    code, _ = opened(rooms, "address t", Session())
+    assert all(rooms.join(code, "address a").ok for _ in range(int(R.JOIN_BURST)))
+    slow = rooms.join(code, "address a")
+    assert not slow.ok and slow.slow and slow.wait_s > 0
+    assert rooms.join(code, "address b").ok  # another client is not held up
+    clock.t += slow.wait_s
+    assert rooms.join(code, "address a").ok
+    # a guesser: a code that names no room costs MISS_COST joins; over a long while it
+    # gets JOIN_PER_S / MISS_COST guesses a second, wrong keys the same
+    tries, allowed, seconds = 0, 0, 600
+    start = clock.t
+    while clock.t - start < seconds:
+        guess = rooms.join("A" * R.CODE_LEN, "address g") if tries % 2 else None
+        if guess is None:
+            guess = rooms.reclaim(code, "A" * R.KEY_LEN, "address g")
+        allowed += not guess.slow
+        tries += 1
+        clock.t += 0.05  # 20 tries a second, the rate the issue measured from one session
+    assert allowed <= (R.JOIN_BURST + seconds * R.JOIN_PER_S) / R.MISS_COST + 1
+    assert allowed >= seconds * R.JOIN_PER_S / R.MISS_COST - 1  # and it does get them
+
+
+def test_answers_are_bounded_per_client_and_numbers_must_be_finite(store, monkeypatch):
+    rooms, _ = store
+    monkeypatch.setattr(R, "ANSWERS_PER_CLIENT", 3)
+    code, token = opened(rooms, "address t", Session())
+    rooms.ask(code, token, "scaling", "sd")  # a number
+    qid = rooms.view(code).question.id
+    for bad in (float("inf"), float("nan"), True, "3", None, [1]):
+        assert rooms.answer(code, qid, "s", bad, "address a").why == "invalid"
+    got = [rooms.answer(code, qid, f"s{i}", 1.5, "address flood") for i in range(5)]
+    assert [a.kept for a in got] == [True, True, True, False, False]
+    assert got[-1].why == "client"
+    assert rooms.answer(code, qid, "s0", 2.5, "address flood").kept  # a change always fits
+    assert rooms.answer(code, qid, "real", 1e308, "address b") == R.Answer(True, 4)
+    assert sorted(rooms.answers(code, token).answers.values()) == [1.5, 1.5, 2.5, 1e308]
 
 
 def test_rooms_expire_and_close(store):
     rooms, clock = store
-    code, token = rooms.open()
-    other, other_token = rooms.open()
+    code, token = opened(rooms)
+    other, other_token = opened(rooms)
     assert not rooms.close(code, other_token)
     assert rooms.close(code, token) and not rooms.exists(code)
     clock.t += R.IDLE_S + 1
