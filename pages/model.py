@@ -278,7 +278,7 @@ def knob_controls(m: core.LoadedModel) -> Knobs:
     )
     causal = ui.toggle("causal", W("label.causal"), m.kind == "decoder", help=W("help.causal"))
     names = [fig.head_name(l, h) for l in range(m.n_layers) for h in range(m.n_heads)]
-    off = ui.multiselect("ablate", W("label.ablate"), names, [], help=W("help.ablate"))
+    off = ui.multiselect("ablate", W("label.ablate"), names, [], help=W("help.ablate"), exact=True)
     ablate = tuple(sorted(divmod(names.index(n), m.n_heads) for n in off))
     return Knobs(scaled, float(temperature), ablate, causal)
 

@@ -371,7 +371,11 @@ def multiselect(
     *,
     fmt: Callable[[Any], str] = str,
     help: str | None = None,
+    exact: bool = False,
 ) -> list[Any]:
+    """`exact`: typing filters the options by prefix and Enter takes the top one only
+    (Streamlit's default matches fuzzily and offers "Select all matches" first, so Enter
+    after "L2H1" took L2H1, L2H10 and L2H11)."""
     raw = _raw(key)
     # Streamlit binds a list as ?k=a&k=b and ignores ?k=a,b; a link in that form (all eight
     # heads: ?ablate=L0H0,…,L1H3) seeds the widget instead, on the session's first run.
@@ -390,6 +394,7 @@ def multiselect(
         bind="query-params",
         on_change=classroom.took_wheel,
         args=(key,),
+        **(dict(filter_mode="prefix", select_all=False) if exact else {}),
     )
 
     def took(r: str | list[str]) -> bool:  # ?k=a,b and ?k=a&k=b both name a list
