@@ -1,14 +1,19 @@
-"""Every chart has a text alternative computed from its data (issue 42).
+"""Every chart has a text alternative computed from its data, and colours every viewer
+tells apart (issue 42).
 
 figures.describe reads a figure's own traces; the tests build figures of each kind with
 known numbers and check the sentences say them, then open every step of every page and
 check that each drawn chart has its "Chart in words" box, whose text is the description of
 that very chart's data (read back from the JSON the browser gets), and whose accessible
-name starts with the chart's title.
+name starts with the chart's title. The same runs check each chart's colours under
+simulated protanopia and deuteranopia (tests/support/colours.py states the thresholds):
+neighbouring steps of a colour scale, and every two series of one chart, stay apart; a
+grid of signed values uses a diverging scale centred at 0.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from functools import partial
@@ -17,8 +22,9 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from figures.describe import MAX_BARS, MAX_ROWS, describe
+from figures.describe import MAX_BARS, MAX_ROWS, array, describe
 from tests.support.apptest import no_exception, page_steps, run_page
+from tests.support.colours import SCALE_DE, SERIES_DE, VISION, delta_e, scale_steps, seen
 from ui import content
 from ui.lesson import available
 
@@ -109,6 +115,80 @@ def _plain(markdown: str) -> str:
 CASES = [(lesson.file, step) for lesson in available() for step in page_steps(lesson.file) or [""]]
 
 
+def _scale(tr: dict, layout: dict):
+    scale = tr.get("colorscale")
+    if scale is None and tr.get("coloraxis"):
+        scale = layout.get(tr["coloraxis"], {}).get("colorscale")
+    return scale
+
+
+def _categorical(scale) -> bool:
+    """A step function ([[0, a], [0.5, a], [0.5, b], [1, b]]): categories, not a range."""
+    return isinstance(scale, list) and len({float(s) for s, _ in scale}) < len(scale)
+
+
+def _check_scale(scale, where) -> None:
+    if isinstance(scale, list) and len({c for _, c in scale}) == 1:
+        return  # one colour: a layer drawn over the grid, not a scale
+    if _categorical(scale):  # each category its own colour, like series
+        colours, least = list(dict.fromkeys(c for _, c in scale)), SERIES_DE
+        pairs = [(a, b) for i, a in enumerate(colours) for b in colours[i + 1 :]]
+    else:
+        pairs, least = list(itertools.pairwise(scale_steps(scale))), SCALE_DE
+    for vision in VISION:
+        for a, b in pairs:
+            assert delta_e(a, b, vision) >= least, (where, vision, a, b)
+
+
+def _check_signed(tr: dict, scale, where) -> None:
+    z = np.asarray(array(tr.get("z")), dtype=float)
+    lo = tr.get("zmin", np.nanmin(z) if z.size and np.isfinite(z).any() else 0)
+    hi = tr.get("zmax", np.nanmax(z) if z.size and np.isfinite(z).any() else 0)
+    if lo is None or hi is None or not (lo < 0 < hi) or _categorical(scale):
+        return
+    assert tr.get("zmid") == 0 or np.isclose(-lo, hi), (
+        where,
+        "signed values, scale not centred",
+        lo,
+        hi,
+    )
+    ends = scale_steps(scale)
+    mid = seen(ends[len(ends) // 2], "normal")[0]
+    assert mid > max(seen(ends[0], "normal")[0], seen(ends[-1], "normal")[0]), (
+        where,
+        "not diverging",
+    )
+
+
+def _series_colours(spec: dict) -> list[str]:
+    """The colours of a chart's lines, markers and bars, in the order they are drawn."""
+    way = spec["layout"].get("colorway") or []
+    out = []
+    for i, tr in enumerate(spec["data"]):
+        if tr.get("type") not in ("scatter", "bar", "histogram") or tr.get("showlegend") is False:
+            continue
+        c = (tr.get("line") or {}).get("color") or (tr.get("marker") or {}).get("color")
+        if c is None and way:
+            c = way[i % len(way)]
+        if isinstance(c, str) and not c.startswith("rgba"):
+            out.append(c)
+    return list(dict.fromkeys(out))
+
+
+def _check_colours(spec: dict, where) -> None:
+    layout = spec["layout"]
+    for tr in spec["data"]:
+        scale = _scale(tr, layout)
+        if tr.get("type") == "heatmap" and scale is not None:
+            _check_scale(scale, where)
+            _check_signed(tr, scale, where)
+    colours = _series_colours(spec)
+    for vision in VISION:
+        for i, a in enumerate(colours):
+            for b in colours[i + 1 :]:
+                assert delta_e(a, b, vision) >= SERIES_DE, (where, vision, a, b)
+
+
 @pytest.mark.parametrize("file,step", CASES, ids=[f"{f[6:-3]}-{s}" for f, s in CASES])
 def test_every_drawn_chart_has_its_data_in_words(file, step):
     at = run_page(file, **({"step": step} if step else {}))
@@ -120,6 +200,7 @@ def test_every_drawn_chart_has_its_data_in_words(file, step):
         spec = json.loads(el.proto.spec)
         text = _plain(box.markdown[0].value)
         title = spec["layout"].get("title", {}).get("text", "")
+        _check_colours(spec, (file, step, title))
         if any(tr.get("type") == "image" for tr in spec["data"]):
             continue  # a map drawn as an image: its words come from its table
         assert text == describe(go.Figure(spec), say), (file, step, title)
