@@ -249,7 +249,8 @@ def alibi_reach_chart(w: np.ndarray, slopes: np.ndarray, spans: Sequence[int]) -
             )
         )  # fmt: skip
     layout = line_layout(
-        f"ALiBi alone: the last query's weight on the key Δ back ({h} heads, T = {T})",
+        f"ALiBi alone: the last query's weight on the key Δ back "
+        f"({h} head{'s' if h != 1 else ''}, T = {T})",
         "distance Δ (positions)", "attention weight", height=420,
     )  # fmt: skip
     layout["legend"] = dict(orientation="v", y=1, yanchor="top", x=1.02, xanchor="left")

@@ -14,6 +14,7 @@ import ui
 from attn_core.lessons import positions as core
 from figures import positions as fig
 from figures.parts import sci
+from ui.exercises import figures as figures_of
 
 FILE = "pages/positions.py"
 W = ui.Words("positions")
@@ -21,6 +22,7 @@ STEPS = ui.lesson("positions").steps
 SHIPPED = Path(__file__).resolve().parent.parent / "assets" / "positions_extrapolation.json"
 FAR = 64  # the distance the RoPE exercise asks about
 T_MIN, T_MAX = 2, 48  # the T slider's range
+H_MIN, H_MAX = 1, 16  # the ALiBi heads slider's range
 SEEDS = range(100)  # the seed slider's range
 DECAY_OFFSETS = np.unique(np.round(np.logspace(0, 4, 60))).astype(np.float64)  # Δ = 1 … 10⁴
 
@@ -139,7 +141,7 @@ def controls() -> Settings:
         T = ui.slider("T", "Tokens T", T_MIN, T_MAX, 16)
         d_k = ui.pow2_slider("d_k", "d_k — width of q and k", 8, 128, 64)
         base = ui.log_slider("base", "RoPE base θ", 100.0, 1_000_000.0, 10_000.0)
-        h = ui.slider("h", "ALiBi heads h", 1, 16, 8)
+        h = ui.slider("h", "ALiBi heads h", H_MIN, H_MAX, 8)
         seed = ui.slider("seed", "Random seed", SEEDS[0], SEEDS[-1], 0)
     return Settings(T, d_k, base, h, seed)
 
@@ -171,13 +173,16 @@ def order_step(s: Settings) -> None:
 
 def order_exercise(s: Settings, answer: str, none: float, causal: float) -> bool:
     choices = W.choices("order.exercise.choices")
+    truth = W("order.exercise.truth", move=sci(none) if none else "0", causal=f"{causal:.3g}")
     return ui.predict_choice(
         f"positions-order-{s.T}-{s.d_k}-{s.seed}",
         W("order.exercise.q", T=s.T),
         list(choices.values()),
         choices[answer],  # core.order_choice of the measured move
         W("order.exercise.why"),
-        truth=W("order.exercise.truth", move=sci(none) if none else "0", causal=f"{causal:.3g}"),
+        truth=truth,
+        # the measured moves, the answer's own words, and how the page words that answer
+        secret=[*figures_of(truth), choices[answer], W.choices("order.exercise.giveaway")[answer]],
     )
 
 
@@ -250,9 +255,39 @@ def alibi_step(s: Settings) -> None:
     st.subheader("ALiBi: a penalty for distance, one slope per head")
     slopes = core.alibi_slopes(s.h).tolist()
     st.markdown(W("alibi.body", rule=alibi_rule(s.h, slopes)))
-    st.markdown(W("alibi.slopes", h=s.h, slopes=", ".join(_slope(x) for x in slopes)))
+    listed = ", ".join(_slope(x) for x in slopes)
+    st.markdown(W("alibi.slopes" if s.h > 1 else "alibi.slopes.one", h=s.h, slopes=listed))
     ui.show(alibi_chart(s.h, s.T))
-    ui.try_this(W.pairs("try.alibi", one=_slope(float(core.alibi_slopes(1)[0]))))
+    one = _slope(float(core.alibi_slopes(1)[0]))
+    ui.try_this(W.pairs("try.alibi", one=one) + span_try(s.h, slopes[0]))
+
+
+@ui.cache_data(max_entries=1, show_spinner=False)
+def head0_spans() -> dict[int, list[int]]:
+    """Head 0's 90 % span at every T of the slider (T_MIN … T_MAX), for every h of its slider."""
+    Ts = range(T_MIN, T_MAX + 1)
+    return {h: [core.alibi_reach(h, T)[1][0] for T in Ts] for h in range(H_MIN, H_MAX + 1)}
+
+
+def span_stop(spans: list[int]) -> int | None:
+    """The T from which head 0's span stays at its value at T_MAX, when that holds over at
+    least the upper half of the slider's lengths; None when it is still growing there."""
+    stop = T_MAX
+    while stop > T_MIN and spans[stop - 1 - T_MIN] == spans[-1]:
+        stop -= 1
+    return stop if stop <= T_MAX // 2 else None
+
+
+def span_try(h: int, slope: float) -> list[tuple[str, str]]:
+    """The Try-this item on head 0's span as T grows, worded from what the page measures."""
+    spans = head0_spans()
+    if (stop := span_stop(spans[h])) is not None:
+        return W.pairs("try.alibi.local", T_max=T_MAX, span=spans[h][-1], stop=stop)
+    h0 = min(k for k in spans if span_stop(spans[k]) is not None)  # steep enough from here on
+    return W.pairs(
+        "try.alibi.grows", T_max=T_MAX, h=h, slope=_slope(slope), span=spans[h][-1],
+        h_local=h0, span_local=spans[h0][-1], stop_local=span_stop(spans[h0]),
+    )  # fmt: skip
 
 
 def alibi_rule(h: int, slopes: list[float]) -> str:

@@ -5,6 +5,7 @@ computed answer, and the secret the Order step keeps until its reveal."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -18,9 +19,9 @@ from attn_core.lessons import positions as core
 from figures import positions as fp
 from figures.parts import sci
 from tests.site.test_exercise_secrecy import shown_text
-from tests.support.apptest import answer_and_reveal, no_exception, run_page
+from tests.support.apptest import answer_and_reveal, no_exception, plotly_specs, run_page
 from ui import content
-from ui.exercises import EXERCISE_LOG
+from ui.exercises import EXERCISE_LOG, figures
 
 PAGE = "pages/positions.py"
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,8 +66,11 @@ def test_the_alibi_sentence_states_the_rule_its_slopes_follow_for_every_head_cou
         assert slopes == pytest.approx(_paper_slopes(h), rel=1e-12), h
         body = at.markdown[2].value
         assert body.startswith("ALiBi (Press et al.)"), body
-        (listed,) = [m.value for m in at.markdown if m.value.startswith(f"{h} heads: slopes ")]
-        shown = _numbers(listed.removeprefix(f"{h} heads: slopes ").removesuffix("."))
+        lead = f"{h} heads: slopes " if h > 1 else "1 head: slope "  # never "1 heads"
+        (listed,) = [m.value for m in at.markdown if m.value.startswith(lead)]
+        one_heads = re.compile(r"(?<![\d.,])1 heads")
+        assert not one_heads.search(text(at) + str(plotly_specs(at))), h
+        shown = _numbers(listed.removeprefix(lead).removesuffix("."))
         assert shown == pytest.approx(slopes, rel=5e-3), h
         n = 2 ** math.floor(math.log2(h))  # the largest power of two <= h
         if h == 1:
@@ -134,6 +138,62 @@ def test_the_span_is_the_number_of_keys_that_hold_90_percent(h, T):
         assert cum[need - 1] >= 0.9 and (need == 1 or cum[need - 2] < 0.9)
     chart = fp.alibi_reach_chart(w.numpy(), core.alibi_slopes(h).numpy(), spans)
     assert f"nearest {spans[0]} keys (its own included)" in chart.caption
+
+
+def _head0_span(h: int, T: int) -> int:
+    """Keys head 0 needs for 90 % of the last query's weight (its own key counted)."""
+    w = np.exp(-core.alibi_slopes(h)[0].item() * np.arange(T))
+    return int(np.argmax(np.cumsum(w / w.sum()) >= 0.9)) + 1
+
+
+def test_the_span_try_this_says_what_head_0_does_as_T_grows_for_every_head_count():
+    """ "Its span does not grow" held only from h = 4 on (issue 41): with h = 1 head 0's span
+    goes 15 -> 43 keys from T = 16 to 48. The page words it from the spans over T = 2 … 48."""
+    at = run_page(PAGE, step="ALiBi", T="2")
+    no_exception(at)
+    Ts = range(2, 49)  # the T slider
+    flat = {}  # h -> whether head 0's span stays put over the upper half of the lengths
+    said = {}
+    for h in range(1, 17):
+        at.slider(key="h").set_value(h).run()
+        no_exception(at)
+        spans = dict(zip(Ts, (_head0_span(h, T) for T in Ts), strict=True))
+        flat[h] = len({spans[T] for T in range(24, 49)}) == 1
+        (item,) = [m.value for m in at.markdown if "Raise T to 48 and look at head 0" in m.value]
+        stops = re.search(r"its 90 % span stops growing: (\d+) keys from T = (\d+) on", item)
+        grows = re.search(
+            r"with h = (\d+) its slope is only (\S+), and its 90 % span keeps growing with T, "
+            r"to (\d+) keys at T = 48\. From h = (\d+) on, head 0 is steep enough to stop: "
+            r"(\d+) keys from T = (\d+) on\.",
+            item,
+        )
+        assert bool(stops) != bool(grows), item
+        if stops:
+            span, stop = int(stops[1]), int(stops[2])
+            assert all(spans[T] == span for T in range(stop, 49)), (h, spans)
+            assert spans[stop - 1] != span and stop <= 24, (h, spans)
+            said[h] = "stops"
+        else:
+            assert int(grows[1]) == h and int(grows[3]) == spans[48], (h, item)
+            assert _numbers(grows[2]) == pytest.approx([core.alibi_slopes(h)[0].item()], 5e-3)
+            assert spans[48] > spans[24], (h, spans)  # still growing over the upper half
+            assert all(spans[a] <= spans[b] for a, b in itertools.pairwise(Ts)), (h, spans)
+            said[h] = "grows"
+            h0, span0, stop0 = int(grows[4]), int(grows[5]), int(grows[6])
+            spans0 = {T: _head0_span(h0, T) for T in Ts}
+            assert all(spans0[T] == span0 for T in range(stop0, 49)) and spans0[stop0 - 1] != span0
+            assert all(_head0_span(k, T) == _head0_span(k, 48) for k in range(h0, 17)
+                       for T in range(24, 49)), h0  # fmt: skip
+            assert any(_head0_span(h0 - 1, T) != _head0_span(h0 - 1, 48) for T in range(24, 49))
+    assert said == {h: "stops" if flat[h] else "grows" for h in flat}
+    assert said[1] == said[2] == "grows" and said[8] == "stops"  # the issue's counterexample
+
+
+def test_the_alibi_chart_title_counts_one_head_as_one_head():
+    for h in (1, 2):
+        w, spans = core.alibi_reach(h, 16)
+        title = fp.alibi_reach_chart(w.numpy(), core.alibi_slopes(h).numpy(), spans).fig
+        assert f"({h} head{'s' if h > 1 else ''}, T = 16)" in title.layout.title.text
 
 
 def test_head_0_of_eight_needs_five_keys_at_the_default_length():
@@ -227,6 +287,8 @@ def test_the_order_step_shows_nothing_of_its_answer_before_the_reveal():
     before = shown_text(at)
     assert not [w for w in words if w in before], before
     (entry,) = at.session_state[EXERCISE_LOG]
+    # the answer's words are registered as secrets, so the site-wide secrecy tests check them
+    assert {choice, "float rounding", *figures(sci(none))} <= set(entry["secrets"]), entry
     answer_and_reveal(at, entry["key"])
     no_exception(at)
     after = shown_text(at)
