@@ -83,15 +83,15 @@ SAY = {
     "kept_not.full": "Your answer was not counted: the class has as many answers as it may ({n}).",
     "kept_not.client": "Your answer was not counted: your network has sent as many answers "
     "to this question as it may.",
-    "clipped": "Answers outside {lo} to {hi} ({times:g} times the computed value's size "
-    "either side) are drawn at the nearer end: {n} of {total}.",
+    "clipped": "{n} of {total} answers lay beyond {lo} to {hi} ({times:g} times the computed "
+    "value's size either side) and count as that bound.",
 }
 
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
 _STUDENT = "_ui_room_student"  # session_state: an anonymous id, to count each student once
 _SAID = "_ui_room_said"  # session_state: this run's notes about the room link
 SWEEP_S = 2.0  # how often the rooms look for teachers that have gone (ui.room.Rooms.sweep)
-CLIP_TIMES = 10.0  # a class's numbers are drawn within this many times the truth's size
+CLIP_TIMES = 1000.0  # a class's numbers reach the chart within this many times the truth's size
 POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
 CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends no wake)
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
@@ -593,7 +593,9 @@ def collect(box, a: Asked, sent: bool, answer: Any) -> bool | None:
 
 def bounded(values: list[float], truth: float) -> tuple[list[float], int]:
     """A class's numbers for the chart: each within CLIP_TIMES times the truth's size of
-    the truth (1 when the truth is 0), and how many had to be moved to that edge."""
+    the truth (1 when the truth is 0), and how many had to be moved to that bound. (The
+    exercise's own lo/hi need no check here: Streamlit's number_input gives None for a
+    value outside them, and no answer is sent.)"""
     span = CLIP_TIMES * (abs(truth) or 1.0)
     lo, hi = truth - span, truth + span
     return [min(max(v, lo), hi) for v in values], sum(not lo <= v <= hi for v in values)

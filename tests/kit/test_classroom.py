@@ -7,14 +7,16 @@ the browser's poll would.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from tests.support.apptest import no_exception, run_page
+from ui import room as R
 from ui.classroom import rooms
-from ui.room import CODE_LEN
 from ui.exercises import EXERCISE_LOG
+from ui.room import CODE_LEN
 
 
 def teacher(file: str = "pages/scaling.py", **params):
@@ -118,6 +120,13 @@ def test_a_repeated_room_uses_the_last_and_an_ended_class_says_so():
     assert "has ended" in warnings(st) and "_ui_room" not in st.session_state
 
 
+def send(at, key: str):
+    """Press the exercise's form button, whatever it says ("Reveal", or a wording of its
+    own while the class answers)."""
+    button = next(b for b in at.button if b.key.startswith(f"FormSubmitter:form-{key}-"))
+    return button.click().run()
+
+
 def _exercise_key(at) -> str:
     return at.session_state[EXERCISE_LOG][0]["key"]
 
@@ -137,7 +146,7 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
     for st, pick in ((a, 0), (b, -1)):
         radio = st.radio(key=f"pick-{key}")
         radio.set_value(radio.options[pick])
-        st.button(key=f"FormSubmitter:form-{key}-Reveal").click().run()
+        send(st, key)
         log = st.session_state[EXERCISE_LOG][0]
         assert not log["revealed"], "a student's answer waits for the teacher's reveal"
         assert "Your answer is in" in infos(st)
@@ -152,3 +161,203 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
         assert "What the class predicted (2 answers)" in str(
             [e.proto.spec for e in st.get("plotly_chart")]
         )
+
+
+# ------------------------------------------------------------------ robust rooms (issue 40)
+class Session:
+    """Stands in for ui.wake.presence(): whether a session's browser is still connected."""
+
+    def __init__(self) -> None:
+        self.open = True
+
+    def alive(self) -> bool:
+        return self.open
+
+
+@pytest.fixture
+def sessions(monkeypatch):
+    """Every session opened from here on gets a presence the test can end: the last
+    one made is `made[-1]`. The rooms are a fresh store, swept by the test."""
+    from ui import classroom, wake
+
+    made: list[Session] = []
+
+    def presence() -> Session:
+        made.append(Session())
+        return made[-1]
+
+    store = R.Rooms()
+    monkeypatch.setattr(wake, "presence", presence)
+    monkeypatch.setattr(classroom, "rooms", lambda: store)
+    return made, store
+
+
+def test_a_teacher_who_reloads_is_told_to_the_class_and_takes_it_back_with_the_key(sessions):
+    made, store = sessions
+    at, code = teacher()
+    key = at.session_state["_ui_room"]["key"]
+    at.button(key="_ui_room_hide_key").click().run()
+    assert key not in " ".join(m.value for m in at.markdown)  # hidden: off the projector
+    st = run_page("pages/home.py", room=code)
+    assert "Following the teacher" in infos(st)
+    again = run_page("pages/scaling.py", present="1", room=code)  # the teacher's reload
+    no_exception(again)
+    assert not again.session_state["_ui_room"].get("token")  # it follows until the key
+    made[0].open = False  # the old tab's session has ended
+    store.sweep()
+    st.run()
+    assert "Your teacher's page has closed" in warnings(st)
+    assert "Following the teacher" not in infos(st)
+    again.text_input(key="_ui_room_key").input("A" * R.KEY_LEN)
+    again.button(key="FormSubmitter:_ui_room_reclaim-Take the class back").click().run()
+    assert "not this class's teacher key" in warnings(again)
+    again.text_input(key="_ui_room_key").input(f" {key[:4].lower()}-{key[4:]} ")
+    again.button(key="FormSubmitter:_ui_room_reclaim-Take the class back").click().run()
+    no_exception(again)
+    assert again.session_state["_ui_room"].get("token")  # the teacher again
+    store.sweep()
+    again.select_slider(key="d_k").set_value(512).run()
+    st.run()
+    assert st.select_slider(key="d_k").value == 512
+    assert "Following the teacher" in infos(st) and "has closed" not in warnings(st)
+    at.run()  # the old tab, had it lived, follows now: its token drives nothing
+    assert "taught from another tab" in warnings(at)
+    assert not at.session_state["_ui_room"].get("token")
+    assert store.view(code).values["d_k"] == 512
+
+
+def test_throwaway_sessions_neither_refuse_a_teacher_nor_evict_a_live_class(sessions, monkeypatch):
+    from ui import classroom
+
+    made, store = sessions
+    monkeypatch.setattr(R, "MAX_ROOMS", 4)
+    monkeypatch.setattr(R, "ROOMS_PER_CLIENT", 2)
+    live, code = teacher()  # a real class: its teacher and one student stay connected
+    student = run_page("pages/home.py", room=code)
+    store.listen(code, "student", _Waker(Session(), []))  # the student's page, woken
+    monkeypatch.setattr(classroom, "_client", lambda: "address 10.0.0.9")
+    thrown = [teacher("pages/home.py") for _ in range(2)]  # a script's sessions
+    refused = run_page("pages/home.py", present="1", room="new")
+    assert "_ui_room" not in refused.session_state
+    assert "already holds 2 classes" in warnings(refused)
+    monkeypatch.setattr(classroom, "_client", lambda: "address 10.0.0.8")
+    teacher("pages/home.py")  # a fourth room: the server is full
+    for s in made[1:]:
+        s.open = False  # the script's sessions end (and the fourth teacher's)
+    made[0].open = False  # the real teacher's tab closes too, but its student is there
+    store.sweep()
+    for i in range(3):  # new teachers get rooms: the gone ones give way, not the class
+        monkeypatch.setattr(classroom, "_client", lambda i=i: f"address 10.0.1.{i}")
+        teacher("pages/home.py")
+    assert store.exists(code) and len(store) == 4
+    assert not any(store.exists(c) for _, c in thrown)
+    student.run()
+    assert "Your teacher's page has closed" in warnings(student)
+    assert live.session_state["_ui_room"]["code"] == code
+
+
+def test_a_follower_who_opens_a_room_stops_listening_to_the_old_one(sessions, monkeypatch):
+    from ui import wake
+
+    _, store = sessions
+    at, code = teacher()
+    woken = Session()
+    calls = []
+    monkeypatch.setattr(wake, "here", lambda stale=None: _Waker(woken, calls))
+    st = run_page("pages/home.py", room=code)
+    assert store.view(code).following == 1
+    at.select_slider(key="d_k").set_value(512).run()
+    assert len(calls) == 1  # the follower's page is woken by the teacher's change
+    st.query_params["room"] = "new"
+    st.query_params["present"] = "1"
+    st.run()
+    assert st.session_state["_ui_room"]["token"] and st.session_state["_ui_room"]["code"] != code
+    at.select_slider(key="d_k").set_value(8).run()
+    assert len(calls) == 1  # not woken by the old class any more
+
+
+class _Waker:
+    def __init__(self, session: Session, calls: list) -> None:
+        self.session, self.calls = session, calls
+
+    def __call__(self) -> bool:
+        self.calls.append(1)
+        return self.session.open
+
+    def alive(self) -> bool:
+        return self.session.open
+
+
+def test_the_join_link_is_the_servers_base_url_and_the_code(monkeypatch):
+    from ui import classroom
+
+    at, code = teacher()
+    long = "http://class.example:8501/" + "scaling/" * 400  # 3,000+ characters of path
+    monkeypatch.setattr(type(st_context()), "url", property(lambda self: long))
+    at.run()
+    no_exception(at)
+    assert f"http://class.example:8501/?room={code}" in " ".join(m.value for m in at.markdown)
+    assert at.get("imgs") or at.get("image")  # the QR code is drawn
+    assert classroom.qr_png("x" * 5000) is None  # more than a QR code holds: no image
+
+
+def st_context():
+    import streamlit as st
+
+    return st.context
+
+
+def _flood(n_students: int, code: str, key: str) -> list:
+    out = []
+    for i in range(n_students):
+        st = run_page("pages/masks.py", room=code)
+        radio = st.radio(key=f"pick-{key}")
+        radio.set_value(radio.options[i % len(radio.options)])
+        send(st, key)
+        out.append(st)
+    return out
+
+
+def test_an_answer_flood_from_one_address_is_capped_and_never_confirmed(monkeypatch):
+    from ui import classroom
+
+    monkeypatch.setattr(R, "ANSWERS_PER_CLIENT", 2)
+    at, code = teacher("pages/masks.py", step="Fill")
+    key = _exercise_key(at)
+    at.button(key=f"_ui_ask_{key}").click().run()
+    monkeypatch.setattr(classroom, "_client", lambda: "address 10.0.0.7")
+    students = _flood(3, code, key)
+    for st in students[:2]:
+        assert "Your answer is in" in infos(st)
+    assert "Your answer was not counted" in warnings(students[2])
+    assert "Your answer is in" not in infos(students[2])
+    token = at.session_state["_ui_room"]["token"]
+    assert len(rooms().answers(code, token).answers) == 2
+    monkeypatch.setattr(classroom, "_client", lambda: "address 10.0.0.6")
+    assert "Your answer is in" in infos(_flood(1, code, key)[0])  # another address counts
+
+
+def test_outlying_numbers_are_bounded_for_the_chart_and_counted():
+    from ui import classroom
+
+    at, code = teacher("pages/scaling.py", step="Check yourself")
+    key = _exercise_key(at)
+    at.button(key=f"_ui_ask_{key}").click().run()
+    sent = (1e308, 1e6, 1.0)
+    for value in sent:
+        st = run_page("pages/scaling.py", room=code)
+        st.number_input(key=f"guess-{key}").set_value(value)
+        send(st, key)
+        assert "Your answer is in" in infos(st)
+    at.button(key=f"_ui_reveal_{key}").click().run()
+    no_exception(at)
+    chart = next(
+        json.loads(e.proto.spec)
+        for e in at.get("plotly_chart")
+        if "What the class predicted" in e.proto.spec
+    )
+    truth = next(x["x0"] for x in chart["layout"]["shapes"] if x["x0"] == x["x1"])  # dashed
+    bound = classroom.CLIP_TIMES * abs(truth)
+    assert all(abs(x - truth) <= bound * 1.001 for x in chart["data"][0]["x"])
+    caption = " ".join(c.value for c in at.caption)
+    assert "2 of 3 answers lay beyond" in caption and f"{truth + bound:.3g}" in caption
