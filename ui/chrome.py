@@ -65,6 +65,8 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
             st.rerun()
     lesson = by_file(file)
     if st.session_state.get("_ui_page") != file:
+        if st.session_state.get("_ui_page") is not None:
+            controls.scroll_to("top")  # a page switch keeps no scroll of the last page
         controls.leave_page()  # the last page's values and notes do not belong here
         st.session_state["_ui_page"] = file
     classroom.sync(lesson.url_path)  # a following page may switch to the teacher's here
@@ -85,11 +87,21 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     st.session_state.pop(_CONTROLS_SLOT, None)
     if share.presenting():
         _present_row(intro)
+    elif exercises.following():  # a student's phone: the teacher's chart on the first screen
+        _about(st, intro)
+        device_badge()
     else:
         if intro:
             st.markdown(share.where(intro))
         device_badge()
     return lesson
+
+
+def _about(where, intro: str | None) -> None:
+    """The lesson's introduction in a closed box (presenter mode, a following student)."""
+    if intro:
+        with where.expander("About this lesson", icon=":material/info:"):
+            st.markdown(share.where(intro))
 
 
 def _present_row(intro: str | None) -> None:
@@ -98,9 +110,7 @@ def _present_row(intro: str | None) -> None:
     with where the page computes (and a teacher's class)."""
     widths = [1, 1, 1, 1.6] if classroom.teaching() else [1, 1, 1.6]
     about, knobs, *room, badge = st.columns(widths, vertical_alignment="center")
-    if intro:
-        with about.expander("About this lesson", icon=":material/info:"):
-            st.markdown(share.where(intro))
+    _about(about, intro)
     st.session_state[_CONTROLS_SLOT] = knobs  # controls_area() opens its box there
     if room:
         with room[0]:
@@ -124,7 +134,8 @@ def controls_area() -> Iterator[None]:
     the controls drawn inside show on the page right below it (ui.noting)."""
     if share.presenting():  # closed: the first screen is the step's chart, not sliders
         slot = st.session_state.get(_CONTROLS_SLOT) or st  # page_header's place for it
-        area = slot.expander("Controls", expanded=False, icon=":material/tune:")
+        box = slot.container(key=share.CONTROLS_KEY)  # open, a panel beside the charts
+        area = box.expander("Controls", expanded=False, icon=":material/tune:")
     else:
         area = st.sidebar
     with noting(), area:
@@ -166,6 +177,72 @@ def explain(title: str, body: str, *, expanded: bool = False) -> None:
         st.markdown(body)
 
 
+# Run once where the run asked for it (ui.controls.scroll_to): the page's scroller (stMain)
+# to its top, or to the open step's first chart or exercise, near the top of the screen,
+# with the step's tabs still in view when they are close above it. The step's charts draw
+# after the run, so it follows the layout for a few seconds, until the reader scrolls.
+_SCROLL_JS = """
+<script>
+(() => {
+  const where = "%(where)s", run = %(run)d;  // run: a new script every time, so it runs
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!main) return;
+  let mine = true;
+  const off = () => { mine = false; };
+  for (const e of ["wheel", "touchmove", "keydown", "mousedown"])
+    window.addEventListener(e, off, {once: true, capture: true, passive: true});
+  const at = (el) => el.getBoundingClientRect().top - main.getBoundingClientRect().top
+    + main.scrollTop;
+  const goal = () => {
+    const tabs = main.querySelector('.stTabs');
+    if (where !== "step" || !tabs) return 0;
+    const panel = tabs.querySelector('[role="tabpanel"]:not([hidden])');
+    const first = panel && panel.querySelector(
+      '[data-testid="stPlotlyChart"], [class*="st-key-predict-"]');
+    const gap = Math.min(120, 0.12 * main.clientHeight);
+    return first ? Math.max(at(tabs), at(first) - gap) : at(tabs);
+  };
+  const t0 = performance.now();
+  const tick = () => {
+    if (!mine) return;
+    const y = Math.max(0, Math.min(goal(), main.scrollHeight - main.clientHeight));
+    if (Math.abs(main.scrollTop - y) > 1) main.scrollTop = y;
+    if (performance.now() - t0 < 5000) setTimeout(tick, 100);
+  };
+  tick();
+})();
+</script>
+"""
+
+
+def _scroll() -> None:
+    """Where this run asked the page to scroll (a step button, a page switch, a class)."""
+    where = st.session_state.pop(controls.SCROLL, None)
+    if where:
+        run = st.session_state.get("_ui_scroll_n", 0) + 1
+        st.session_state["_ui_scroll_n"] = run
+        st.html(_SCROLL_JS % {"where": where, "run": run}, unsafe_allow_javascript=True)
+
+
+def _follow_scroll(file: str, label: str) -> None:
+    """A following student's page goes to the step the teacher opened, as the teacher's
+    Next button does (the student's own tab click stops following first)."""
+    seen = st.session_state.get("_ui_seen_step")
+    if exercises.following() and seen and seen[0] == file and seen[1] != label:
+        controls.scroll_to("step")
+    st.session_state["_ui_seen_step"] = (file, label)
+
+
+def carried() -> dict[str, str]:
+    """What a link to another lesson keeps: presenter mode and the class this session is
+    in. Nothing else: the next lesson opens on its first step with its own defaults."""
+    keep = {"present": "1"} if share.presenting() else {}
+    room = st.session_state.get(classroom._ROOM)  # the class ui.classroom keeps, if any
+    if room and room.get("code"):
+        keep["room"] = room["code"]
+    return keep
+
+
 def prev_next(file: str) -> None:
     """Previous / Next: through the page's steps first, then along the lesson path.
 
@@ -183,6 +260,7 @@ def prev_next(file: str) -> None:
     opened = controls.open_step()
     key, labels, label = opened if opened else ("", (), "")
     j = labels.index(label) if label in labels else 0
+    _follow_scroll(file, label)
     st.divider()
     left, mid, right = st.columns([2, 1, 2], vertical_alignment="top")
     with left:
@@ -194,8 +272,9 @@ def prev_next(file: str) -> None:
         if i > 0:
             prev = lessons[i - 1]
             st.page_link(
-                prev.file, label=f"Previous lesson: {prev.title}", icon=":material/first_page:"
-            )
+                prev.file, label=f"Previous lesson: {prev.title}", icon=":material/first_page:",
+                query_params=carried(),
+            )  # fmt: skip
     where = f"Lesson {i + 1} of {len(lessons)}"
     mid.caption(where + (f" · step {j + 1} of {len(labels)}" if labels else ""))
     if share.presenting():
@@ -209,4 +288,8 @@ def prev_next(file: str) -> None:
             )  # fmt: skip
         if i + 1 < len(lessons):
             nxt = lessons[i + 1]
-            st.page_link(nxt.file, label=f"Next lesson: {nxt.title}", icon=":material/last_page:")
+            st.page_link(
+                nxt.file, label=f"Next lesson: {nxt.title}", icon=":material/last_page:",
+                query_params=carried(),
+            )  # fmt: skip
+    _scroll()

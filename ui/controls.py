@@ -32,6 +32,7 @@ _OPEN_STEP = "_ui_open_step"  # session_state: (key, labels, open label) of this
 _NOTING = "_ui_noting"  # session_state: the key lists of the open noting() blocks
 _NOTED = "_ui_noted"  # session_state: keys whose notes a noting() block showed this run
 _PAGE_KEYS = "_ui_page_keys"  # session_state: the keys of the controls this page has drawn
+SCROLL = "_ui_scroll"  # session_state: where the next run's page scrolls to ("step", "top")
 
 
 def _raw(key: str) -> str | list[str] | None:
@@ -473,9 +474,18 @@ def open_step() -> tuple[str, tuple[str, ...], str] | None:
 
 
 def go_to_step(key: str, label: str) -> None:
-    """A button callback: open step `label` of the steps() bound to `key`."""
+    """A button callback: open step `label` of the steps() bound to `key`, and scroll the
+    page to that step's first chart (the button sat at the bottom of the last step)."""
     st.session_state[key] = label
+    scroll_to("step")
     classroom.took_wheel(key)
+
+
+def scroll_to(where: str) -> None:
+    """Ask the end of this run (ui.prev_next) to scroll the page: "step" to the open step's
+    first chart, "top" to the page's top. A page switch's "top" wins."""
+    if st.session_state.get(SCROLL) != "top":
+        st.session_state[SCROLL] = where
 
 
 def note(message: str) -> None:

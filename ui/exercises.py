@@ -67,6 +67,32 @@ def _revealed(key: str, answered: bool) -> bool:
     return bool(st.session_state.get(state))
 
 
+def following() -> bool:
+    """Whether this session follows a class's teacher. (ui.classroom has no public reader:
+    this reads the room state it keeps in session_state.)"""
+    state = st.session_state.get(classroom._ROOM)
+    return bool(state and not state.get("token") and state.get("following"))
+
+
+AHEAD = (
+    ":material/lock_clock: Your teacher has not asked the class this question yet; it "
+    "opens here when they do."
+)
+
+
+def _ahead(key: str, room) -> bool:
+    """A following student's exercise the teacher has not put to the class (nor revealed
+    through it): it waits, so nobody reveals it before the class does."""
+    return room is None and following() and not revealed(key)
+
+
+def _submit(room, ahead: bool) -> bool:
+    """The form's button: "Send my answer" while the class answers, else "Reveal"."""
+    if room is not None and not room.teacher and room.waiting:
+        return st.form_submit_button("Send my answer", icon=":material/send:", type="primary")
+    return st.form_submit_button("Reveal", icon=":material/visibility:", disabled=ahead)
+
+
 def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: str) -> bool:
     """Whether the answer shows now (logged either way); an empty guess is sent back."""
     if sent and empty:
@@ -75,12 +101,15 @@ def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: 
     return _log(key, secret, _revealed(key, sent))
 
 
-def _class_waits(box, room, key: str, secret: Sequence[str], sent: bool, answer) -> bool:
+def _class_waits(box, room, key: str, secret: Sequence[str], sent: bool, answer, ask: str) -> bool:
     """A student's exercise the class is answering: their answer goes to the teacher and
-    the secret stays until the teacher reveals; once revealed, it is revealed here too."""
+    the secret stays until the teacher reveals; once revealed, it is revealed here too.
+    Sending no answer sends nothing, and says so."""
     if room is None or room.teacher:
         return False
     if room.waiting:
+        if sent and answer is None:
+            box.info(f"{ask} first: nothing was sent.", icon=":material/info:")
         classroom.collect(box, room, sent, answer)
         _log(key, secret, False)
         return True
@@ -111,10 +140,16 @@ def predict_choice(
     if room and room.teacher and room.waiting:
         classroom.hold(box, key)  # the projector keeps the secret until the class's reveal
         return _log(key, secret, False)
+    ahead = _ahead(key, room)
     with box.form(f"form-{key}", border=False):
-        pick = st.radio("Your prediction", list(choices), index=None, key=f"pick-{key}")
-        sent = st.form_submit_button("Reveal", icon=":material/visibility:")
-    if _class_waits(box, room, key, secret, sent, pick):
+        pick = st.radio(
+            "Your prediction", list(choices), index=None, key=f"pick-{key}", disabled=ahead
+        )
+        sent = _submit(room, ahead)
+    if ahead:
+        box.caption(AHEAD)
+        return _log(key, secret, False)
+    if _class_waits(box, room, key, secret, sent, pick, "Pick an answer"):
         return False
     if not _opened(box, key, secret, sent, pick is None, "Pick an answer"):
         classroom.ask_button(box, key, list(choices))
@@ -155,13 +190,17 @@ def predict_number(
     if room and room.teacher and room.waiting:
         classroom.hold(box, key)  # the projector keeps the secret until the class's reveal
         return _log(key, secret, False)
+    ahead = _ahead(key, room)
     with box.form(f"form-{key}", border=False):
         guess = st.number_input(
             "Your prediction", min_value=lo, max_value=hi, value=None, key=f"guess-{key}",
-            format="%g",
+            format="%g", disabled=ahead,
         )  # fmt: skip
-        sent = st.form_submit_button("Reveal", icon=":material/visibility:")
-    if _class_waits(box, room, key, secret, sent, guess):
+        sent = _submit(room, ahead)
+    if ahead:
+        box.caption(AHEAD)
+        return _log(key, secret, False)
+    if _class_waits(box, room, key, secret, sent, guess, "Type a number"):
         return False
     if not _opened(box, key, secret, sent, guess is None, "Type a number"):
         classroom.ask_button(box, key, None)

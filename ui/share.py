@@ -52,8 +52,18 @@ PRESENT_CSS = """
   [data-testid="stPageLink"] p, [data-testid="stPageLink-NavLink"] p,
   [data-testid="stExpander"] summary p, [data-testid="stPopover"] button p,
   [data-testid="stAlert"] p { font-size: 1.35rem !important; }
+  /* Controls, once opened: a narrow panel at the screen's right edge, and the page beside
+     it, so the room sees each move's effect on the chart (the box stays in its row). */
+  .st-key-ui_controls details[open] > [data-testid="stExpanderDetails"] {
+    position: fixed; top: 0.75rem; right: 0.75rem; bottom: 0.75rem; width: 21rem;
+    overflow-y: auto; z-index: 999; background: #FFFFFF; border: 1px solid #C8CED6;
+    border-radius: 0.5rem; box-shadow: 0 0.25rem 1.5rem rgba(0, 0, 0, 0.18);
+    padding: 1rem 1.25rem; }
+  .stMainBlockContainer:has(.st-key-ui_controls details[open]) {
+    padding-right: 23rem !important; }
 </style>
 """
+CONTROLS_KEY = "ui_controls"  # presenter mode's Controls box (the class in PRESENT_CSS)
 
 
 def presenting() -> bool:
