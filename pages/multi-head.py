@@ -11,6 +11,8 @@ import ui
 from attn_core import format_bytes
 from attn_core.lessons import multi_head as core
 from figures import multi_head as fg
+from ui.controls import open_step
+from ui.exercises import figures as figures_of
 
 FILE = "pages/multi-head.py"
 W = ui.Words("multi_head")
@@ -163,21 +165,40 @@ def params_exercise(d_model: int, heads: int) -> bool:
     )
 
 
-def mqa_exercise(s: Settings) -> None:
+def mqa_key(s: Settings) -> str:
+    return f"mh-mqa-{split_heads(s.d_model, s.heads)}-{s.instance}"
+
+
+def mqa_exercise(s: Settings) -> bool:
+    """The MQA question; True once revealed (the Try-this item on MQA waits for it)."""
     h = split_heads(s.d_model, s.heads)
     n, js = mqa_truth(s.d_model, h, s.words, s.T, s.seed)
     choices = W.choices("exercise.mqa.choices", h=h)
-    ui.predict_choice(
-        f"mh-mqa-{h}-{s.instance}",
+    correct = choices["one" if n == 1 else "every" if n == h else "between"]
+    truth = W("exercise.mqa.truth", n=n, js=js)
+    return ui.predict_choice(
+        mqa_key(s),
         W("exercise.mqa.q", h=h, seed=s.seed, T=s.T),
         list(choices.values()),
-        choices["one" if n == 1 else "every" if n == h else "between"],
+        correct,
         W("exercise.mqa.why", h=h),
-        truth=W("exercise.mqa.truth", n=n, js=js),
+        truth=truth,
+        secret=[*figures_of(truth), correct, W("exercise.mqa.secret", n=n)],
     )
 
 
-def prune_exercise(s: Settings) -> None:
+def prune_key(s: Settings) -> str:
+    return f"mh-prune-{s.instance}"
+
+
+def asks_every_head(s: Settings) -> bool:
+    """Whether the pruning question prunes every head (one head): the pruning curve, its
+    caption and the Try-this item on pruning every head then give its answer."""
+    return len(core.heads_to_prune(s.heads, s.seed)) == s.heads
+
+
+def prune_exercise(s: Settings) -> bool:
+    """The pruning question; True once revealed."""
     pruned = core.heads_to_prune(s.heads, s.seed)  # 0-based
     k, h = len(pruned), s.heads
     listed = ", ".join(str(j + 1) for j in pruned)
@@ -195,8 +216,8 @@ def prune_exercise(s: Settings) -> None:
         root=math.sqrt(k / h),
         verdict=verdict,
     )
-    ui.predict_number(
-        f"mh-prune-{s.instance}",
+    return ui.predict_number(
+        prune_key(s),
         W("exercise.prune.q", seed=s.seed, h=h, heads=names, k=k),
         truth,
         why,
@@ -275,8 +296,9 @@ def controls() -> Settings:
     return s
 
 
-def metrics(s: Settings) -> None:
-    """The layer in four numbers, above the steps."""
+def metrics(s: Settings, *, held: bool = False) -> None:
+    """The layer in four numbers, above the steps; `held`: the distributions per token wait
+    for the MQA question's reveal (on the Diversity step they would answer it)."""
     m = st.columns(4)
     m[0].metric(f"d_k = d_model / h = {s.d_model} / {s.heads}", s.d_k)
     m[1].metric("tokens T", s.T)
@@ -285,7 +307,11 @@ def metrics(s: Settings) -> None:
         core.head_kind(s.heads, s.kv_heads),
         help="MHA: own K/V per head · GQA: K/V shared in groups · MQA: one K/V for all",
     )
-    m[3].metric("distributions per token", s.heads)
+    if held:
+        with m[3]:
+            ui.until_reveal(W("metric.distributions.hidden"))
+    else:
+        m[3].metric("distributions per token", s.heads)
     if s.words:
         st.caption("Tokens: " + " · ".join(ui.escape(w) for w in s.words))
 
@@ -426,7 +452,10 @@ def pruning_section(s: Settings) -> None:
     c3.metric("Cosine similarity to the full output", f"{cos:.3f}")
     if len(pruned) == s.heads:
         st.info(W("pruning.all"))
-    ui.show(chart)
+    if asks_every_head(s) and not ui.revealed(prune_key(s)):
+        ui.until_reveal(W("pruning.hidden"))  # with one head the curve is the question's answer
+    else:
+        ui.show(chart)
 
 
 def trained_text(curve) -> str:
@@ -443,13 +472,34 @@ def trained_text(curve) -> str:
 
 def diversity_step(s: Settings) -> None:
     st.subheader("Are the heads different? Diversity and pruning")
-    ui.show(diversity_view(s)[0])
-    mqa_exercise(s)
-    pruning_section(s)
-    prune_exercise(s)
+    chart = st.container()  # drawn once the MQA question is known to be revealed
+    mqa = mqa_exercise(s)
+    with chart:
+        if mqa or s.kv_heads > 1 or s.heads == 1:
+            ui.show(diversity_view(s)[0])
+        else:  # this layer is the MQA layer the question asks about: its map is the answer
+            ui.until_reveal(W("diversity.hidden", h=s.heads))
+    lab_box = st.container()  # the pruning lab, drawn once the question's state is known
+    pruned = prune_exercise(s)
+    with lab_box:
+        pruning_section(s)
     curve = diversity_view(s)[1]  # output change as heads go, least useful first
-    ui.try_this(W.pairs("try.prune", end=100 * float(curve[-1])))
+    ui.try_this(diversity_try(s, curve, mqa, pruned))
     ui.explain("Untrained heads versus trained heads", trained_text(curve))
+
+
+def diversity_try(s: Settings, curve, mqa: bool, pruned: bool) -> list[tuple[str, str]]:
+    """The Diversity step's experiments; those that answer a question wait for its reveal."""
+    items = W.pairs("try.prune")
+    if pruned or not asks_every_head(s):
+        items += W.pairs("try.prune.all", end=100 * float(curve[-1]))
+    else:  # the question prunes every head: where the curve ends is its answer
+        items += W.pairs("try.prune.all.hidden")
+    if not mqa:
+        return items + W.pairs("try.mqa.hidden")
+    h = split_heads(s.d_model, s.heads)
+    n, js = mqa_truth(s.d_model, h, s.words, s.T, s.seed)
+    return items + W.pairs("try.mqa", h=h, n=n, js=js)
 
 
 def run() -> None:
@@ -457,7 +507,7 @@ def run() -> None:
     notes = st.container()  # every control's note, the open step's too (filled at the end)
     with notes:
         s = controls()
-    metrics(s)
+    strip = st.container()  # the four numbers, drawn once the open step's reveals are known
     # Only the open step runs: a sidebar control then redraws that step's charts alone.
     ui.steps(
         {
@@ -470,6 +520,9 @@ def run() -> None:
         },
         s,
     )
+    with strip:
+        opened = (open_step() or ("", (), ""))[2]
+        metrics(s, held=opened == "Diversity" and not ui.revealed(mqa_key(s)))
     with notes:
         ui.show_notes()
     ui.prev_next(FILE)

@@ -5,6 +5,7 @@ only the open step runs, so each test opens the step that holds its question.
 """
 
 import pytest
+import torch
 
 from attn_core import (
     count_parameters,
@@ -14,8 +15,13 @@ from attn_core import (
     run_heads,
     seeded_mha,
 )
-from attn_core.lessons.multi_head import distinct_maps, heads_to_prune, prune_verdict
-from tests.support.apptest import no_exception, reveal, run_page, verdicts
+from attn_core.lessons.multi_head import (
+    distinct_maps,
+    head_diversity,
+    heads_to_prune,
+    prune_verdict,
+)
+from tests.support.apptest import no_exception, plotly_specs, reveal, run_page, verdicts
 from ui.content import Words
 
 PAGE = "pages/multi-head.py"
@@ -129,3 +135,67 @@ def test_prune_verdict_compares_the_guess_with_the_measurement(measured, word):
         f"exercise.prune.verdict.{prune_verdict(4, 8, measured)}", share=50.0, measured=measured
     )
     assert word in text and "k/h = 50 %" in text and f"measured {measured:.0f} %" in text
+
+
+# ----------------------------------------------------------------------------- secrets (issue 41)
+def _try_box(at) -> str:
+    return "\n".join(m.value for m in at.markdown if m.value.startswith("- **"))
+
+
+def _held(at) -> str:
+    return "\n".join(c.value for c in at.caption if "shown once you reveal" in c.value)
+
+
+def test_the_mqa_answer_waits_in_try_this_the_metrics_and_the_mqa_layers_map():
+    """The Try-this item on MQA, the "distributions per token" metric and (on an MQA layer)
+    its divergence map answer the MQA question: each waits for its reveal, in plain sight."""
+    at = run_page(PAGE, step=DIVERSITY, kv_heads="1")
+    no_exception(at)
+    key = "mh-mqa-8-512-8-1-10-0-0"
+    box = _try_box(at)
+    assert "distinct maps" not in box and "attend alike" not in box and "(MQA)" not in box
+    assert "once you reveal the MQA question above" in box
+    assert "Distributions per token" in _held(at) and "divergence map of this MQA layer" in _held(
+        at
+    )
+    assert "distributions per token" not in [m.label for m in at.metric]
+    assert not any(s["layout"]["title"]["text"].startswith("How different") for s in
+                   plotly_specs(at))  # fmt: skip
+    at.radio(key=f"pick-{key}").set_value(at.radio(key=f"pick-{key}").options[0])
+    reveal(at, key)
+    no_exception(at)
+    x = random_tokens(10, 512, 0)
+    w = run_heads(x, seeded_mha(512, 8, 1, 0)).weights
+    n, js = distinct_maps(w), head_diversity(w)[~torch.eye(8, dtype=torch.bool)].min()
+    box = _try_box(at)
+    assert f"{n} distinct maps of 8, the closest pair of heads {js:.3g} bits apart" in box
+    assert "divergence map of this MQA layer" not in _held(at)
+    assert "distributions per token" in [m.label for m in at.metric]
+    assert any(s["layout"]["title"]["text"].startswith("How different") for s in plotly_specs(at))
+
+
+@pytest.mark.parametrize(("d_model", "h"), [(16, 2), (64, 4), (512, 8), (64, 16), (1024, 64)])
+def test_an_mqa_layers_heads_do_not_attend_alike(d_model, h):
+    """The Try-this claim after the reveal: sharing one K and V leaves every map distinct."""
+    for seed in range(0, 40, 7):
+        w = run_heads(random_tokens(10, d_model, seed), seeded_mha(d_model, h, 1, seed)).weights
+        assert distinct_maps(w) == h, (d_model, h, seed)
+        assert head_diversity(w)[~torch.eye(h, dtype=torch.bool)].min() > 0
+
+
+def test_with_one_head_the_pruning_curve_and_its_end_wait_for_the_pruning_reveal():
+    """With one head the question prunes every head: the curve, its caption and the Try-this
+    item "the curve ends at …" are its answer."""
+    at = run_page(PAGE, step=DIVERSITY, heads="1")
+    no_exception(at)
+    _, truth = prune_truth(512, 1, 10, 0)
+    assert "the curve ends at" not in _try_box(at) and f"{truth:.0f} %" not in _try_box(at)
+    assert "pruning question's answer" in _try_box(at) and "pruning curve" in _held(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert f"{truth:.0f} %" not in captions
+    reveal_key = "mh-prune-512-1-1-10-0-0"
+    at.number_input(key=f"guess-{reveal_key}").set_value(50.0)
+    reveal(at, reveal_key)
+    no_exception(at)
+    assert f"the curve ends at {truth:.0f} %" in _try_box(at)
+    assert "pruning curve" not in _held(at)
