@@ -266,7 +266,7 @@ def broadcast_exercises(n: int, T: int, given: tuple) -> bool:
         choices[verdict],
         W("exercise.bcast.why"),
         truth=W.choices("exercise.bcast.truth")[verdict],
-        secret=[BCAST_SHOWN[verdict]],
+        secret=[BCAST_SHOWN[verdict], choices[verdict]],  # what the line did, in its words
     )
     many = ui.predict_number(
         f"mask-wrong-{case}",
@@ -549,15 +549,19 @@ def bug_step(s: Settings) -> None:
     (torch_error, core_error), bug = bug_lab(B, T_q, s.T, s.lengths, s.example)
     answered = broadcast_exercises(T_q, s.T, s.lengths)
     if torch_error:
+        head = W("bug.raises.head.answered" if answered else "bug.raises.head", B=B, T_q=T_q)
         st.error(
-            W("bug.raises", B=B, T_q=T_q, torch_error=torch_error, core_error=core_error),
+            W("bug.raises", head=head, torch_error=torch_error, core_error=core_error),
             icon=":material/error:",
         )
-        st.markdown(W("bug.raises.next", T_q=T_q))
+        st.markdown(W("bug.raises.next" if answered else "bug.raises.ask", T_q=T_q))
     else:
         bug_outcome(B, T_q, s, answered, bug)
-    ui.try_this(W.pairs("try.shapes"))
-    ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", W("explain.shapes"))
+    if answered:  # the experiments and the explanation say what B = T_q does: the answers
+        ui.try_this(W.pairs("try.shapes"))
+        ui.explain("Shapes: (B, 1, 1, T_k) for padding, (T_q, T_k) for causal", W("explain.shapes"))
+    else:
+        ui.until_reveal(W("bug.try.hidden"))
 
 
 def cost_metrics(cost) -> None:

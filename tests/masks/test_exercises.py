@@ -115,3 +115,37 @@ def test_a_new_instance_changes_the_answer():
     reveal(at, "mask-bcast-3-8-4.4.4")
     no_exception(at)
     assert any(f"the computed answer is **{RIGHT}**" in e.value for e in at.error)
+
+
+def _shown(at) -> str:
+    """The step's text outside the question boxes: markdown, expanders, alerts, captions."""
+    parts = [m.value for m in at.markdown if "Predict, then reveal" not in m.value]
+    parts += [e.label for e in at.expander]
+    parts += [str(x.value) for x in (*at.error, *at.info, *at.success, *at.caption)]
+    return "\n".join(parts)
+
+
+def test_the_bug_steps_experiments_and_explanation_wait_for_both_reveals():
+    """Try this ("the error disappears … wrong rows, no warning"), the explanation ("equal
+    sizes give every query row another example's padding") and, at B ≠ T_q, "the same line
+    runs without a word" answer "What happens?": they wait, with a placeholder (issue 41)."""
+    for batch in ("6", "5"):  # B = T_q, and B ≠ T_q (PyTorch refuses: the other case's hint)
+        at = run_page(PAGE, step=BUG, batch=batch)
+        no_exception(at)
+        before = _shown(at)
+        giveaways = ["without a word", "the lucky case", "error disappears", "another example's",
+                     "Try this", "Shapes: (B, 1, 1, T_k)", WRONG, "no error"]  # fmt: skip
+        assert not [g for g in giveaways if g in before], (batch, before)
+        assert "Three experiments with B, T_q and the lengths" in before
+        (case,) = {k.removeprefix("pick-mask-bcast-") for k in at.session_state if
+                   str(k).startswith("pick-mask-bcast-")}  # fmt: skip
+        at.radio(key=f"pick-mask-bcast-{case}").set_value(RAISES)
+        reveal(at, f"mask-bcast-{case}")
+        assert "Try this" not in _shown(at)  # one question is still open
+        at.number_input(key=f"guess-mask-wrong-{case}").set_value(0.0)
+        reveal(at, f"mask-wrong-{case}")
+        after = _shown(at)
+        assert "Try this" in after and "Shapes: (B, 1, 1, T_k)" in after
+        assert "Three experiments with B, T_q and the lengths" not in after
+        if batch == "5":
+            assert "the lucky case" in after and "runs without a word" in after
