@@ -1,5 +1,5 @@
 """Pictures for the real-model page: every head on the student's sentence, one head large,
-the heads' roles, relation heads against a positional baseline, weights beside
+the heads' roles, relation heads against simple guesses, weights beside
 contributions, what the knobs do, the next-token guess and the pruning curve.
 
 Numpy/tensors in, `Chart` out; no streamlit. Tokens come from the user's text, so they
@@ -287,13 +287,44 @@ def role_maps(roles: dict[str, Any]) -> Chart:
     return Chart(fig, caption, alt="Six layer-by-head grids, one per role")
 
 
+GUESS_NAMES = {
+    "first_subject": "the first subject",
+    "nearest_subject": "the nearest subject",
+    "first_noun": "the first noun",
+    "nearest_noun": "the nearest noun",
+}
+
+
+def _ordinal(n: int) -> str:
+    tail = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{tail}"
+
+
+def guess_name(guess: Any) -> str:
+    """A simple guess (attn_core's Guess: name, at) in words: "the next word", "always the
+    2nd word", "the first subject"."""
+    if guess.name == "offset":
+        k = int(guess.at)
+        if abs(k) == 1:
+            return "the next word" if k > 0 else "the word before"
+        return f"the word {abs(k)} {'ahead' if k > 0 else 'back'}"
+    if guess.name == "position":
+        return f"always the {_ordinal(int(guess.at) + 1)} word"
+    return GUESS_NAMES[guess.name]
+
+
+def heads_label(heads: Sequence[tuple[int, int]]) -> str:
+    """Heads tied at the top, as "L1H3 = L3H1"."""
+    return " = ".join(head_name(*h) for h in heads)
+
+
 def relation_bars(scores: dict[str, Any]) -> Chart:
-    """Per relation: the best head's accuracy next to the best fixed offset's."""
+    """Per relation: the best head's accuracy next to its strongest simple guess's."""
     rel = list(scores)
     best = [scores[r].best_accuracy for r in rel]
-    base = [scores[r].baseline for r in rel]
-    heads = [head_name(*scores[r].best) for r in rel]
-    offs = [f"{scores[r].offset:+d} word{'s' if abs(scores[r].offset) != 1 else ''}" for r in rel]
+    base = [scores[r].strongest.accuracy for r in rel]
+    heads = [heads_label(scores[r].best_heads) for r in rel]
+    guesses = [guess_name(scores[r].strongest) for r in rel]
     traces = [
         dict(
             type="bar",
@@ -307,17 +338,17 @@ def relation_bars(scores: dict[str, Any]) -> Chart:
         ),
         dict(
             type="bar",
-            name="always the word at a fixed offset",
+            name="strongest simple guess",
             x=rel,
             y=base,
             marker=dict(color=GREY),
-            text=[f"{o} {b:.2f}" for o, b in zip(offs, base, strict=True)],
+            text=[f"{g} {b:.2f}" for g, b in zip(guesses, base, strict=True)],
             textposition="outside",
-            hovertemplate="%{x}<br>offset %{text}<extra></extra>",
+            hovertemplate="%{x}<br>%{text}<extra></extra>",
         ),
     ]
     layout = line_layout(
-        "Relation heads against a positional baseline",
+        "Relation heads against simple guesses",
         "relation (from → to)",
         "share of pairs found",
         height=430,
@@ -326,12 +357,15 @@ def relation_bars(scores: dict[str, Any]) -> Chart:
     )
     fig = fast_figure(traces, layout, margin=dict(l=60, r=10, t=90, b=60))
     lines = [
-        f"{r}: {h} {b:.2f} against {o} {a:.2f} ({scores[r].n} pairs)"
-        for r, h, b, o, a in zip(rel, heads, best, offs, base, strict=True)
+        f"{r}: {h} {b:.2f} against {g} {a:.2f} ({scores[r].n} pairs)"
+        for r, h, b, g, a in zip(rel, heads, best, guesses, base, strict=True)
     ]
     caption = (
         'A head "finds" a pair when the word it attends to most from the first word is the '
-        "second (word-level weights, [CLS] and [SEP] left out). " + "; ".join(lines) + "."
+        "second (word-level weights, [CLS] and [SEP] left out). The grey bar is the best of "
+        "the simple guesses that never look at the model: a fixed distance, a fixed place in "
+        "the sentence, the first or nearest subject or noun (from the other relations' "
+        "marks). " + "; ".join(lines) + "."
     )
     return Chart(fig, caption)
 

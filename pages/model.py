@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -16,7 +17,10 @@ from figures import model as fig
 
 FILE = "pages/model.py"
 W = ui.Words("model")
-CLEAR = 0.1  # a head "tracks" a relation when it beats the positional baseline by this share
+CLEAR = 0.1  # a head "tracks" a relation when it beats its strongest simple guess by this share
+ALPHA = 0.05  # … and a sign test on the pairs they disagree on gives less than this
+PRONOUN, DETERMINER = "pronoun → antecedent", "determiner → noun"
+_PICKED = "_model_picked"  # session_state: ((model, text, text_b), (layer, head)) last picked
 KNOB_LABELS = {
     "top": "largest weight in a row (mean)",
     "entropy": "spread: entropy / log T",
@@ -94,6 +98,11 @@ def roles(name: str, text: str, text_b: str, knobs: Knobs) -> dict[str, np.ndarr
 @ui.cache_resource(max_entries=2, show_spinner="Scoring every head on 60 annotated sentences…")
 def relations(name: str) -> dict[str, core.RelationScore]:
     return core.relation_scores(loaded(name))
+
+
+@ui.cache_resource(max_entries=1, show_spinner=False)
+def marked_words() -> dict[str, frozenset[str]]:
+    return core.marked_words()
 
 
 @ui.cache_resource(max_entries=16, show_spinner="Embedding the 144 shipped sentences…")
@@ -197,43 +206,81 @@ def use_preset(text: str, text_b: str, layer: int, head: int) -> None:
 
 
 def presets(name: str) -> None:
-    """Buttons that load an example chosen to show a known pattern, with its best head."""
-    m = loaded(name)
-    for key, (text, text_b, layer, head) in preset_list(name).items():
-        if layer < m.n_layers:
-            st.button(
-                W(f"preset.{key}"),
-                key=f"preset-{key}",
-                on_click=use_preset,
-                args=(text, text_b, layer, head),
-                width="stretch",
-            )
+    """Buttons that load an example chosen to show a known pattern, with its head."""
+    for key, (text, text_b, p) in preset_list(name).items():
+        st.button(
+            W(f"preset.{key}"),
+            key=f"preset-{key}",
+            on_click=use_preset,
+            args=(text, text_b, p.layer, p.head),
+            width="stretch",
+        )
 
 
-def preset_list(name: str) -> dict[str, tuple[str, str, int, int]]:
-    """Each example with the head that shows its pattern best, found by the scores."""
+def preset_list(name: str) -> dict[str, tuple[str, str, Pick]]:
+    """Each example with the head picked for it, as for any sentence (pick_head)."""
     out = {}
-    rel = relations(name) if loaded(name).kind == "encoder" else None
     for key in ("coref", "det", "pair"):
         text, text_b = W(f"example.{key}.a"), W(f"example.{key}.b").strip("-").strip()
-        if rel is not None and key != "pair":
-            l, h = rel["pronoun → antecedent" if key == "coref" else "determiner → noun"].best
-        else:
-            l, h = cross_head(name, text, text_b)
-        out[key] = (text, text_b, l, h)
+        out[key] = (text, text_b, pick_head(name, text, text_b))
     return out
 
 
-def cross_head(name: str, text: str, text_b: str) -> tuple[int, int]:
-    """The head whose tokens of the first sentence look most at the second one's."""
+@dataclass(frozen=True)
+class Pick:
+    """The head the page highlights for an input, and why: "coref" / "det" (the sentence
+    has `word`, which the shipped marks name as a pronoun / a determiner; `value`: the
+    head's score on that relation), "cross" (`value`: the share of the first sentence's
+    weight on the second) or "previous" (`value`: its weight on the token before)."""
+
+    layer: int
+    head: int
+    why: str
+    word: str = ""
+    value: float = 0.0
+
+
+def pick_head(name: str, text: str, text_b: str) -> Pick:
+    """The head to show first: for a sentence pair, the one that looks most across; for a
+    sentence with a word the shipped marks name as a pronoun (else a determiner), the head
+    that finds that relation most often; else the sentence's strongest previous-token head.
+    Measured at the model's own knobs, so turning a knob never moves it."""
+    encoder = loaded(name).kind == "encoder"
+    if encoder and text_b and (cross := cross_head(name, text, text_b)) is not None:
+        (layer, head), share = cross
+        return Pick(layer, head, "cross", value=share)
+    if encoder:
+        words = re.findall(r"[a-z]+", text.lower())
+        for r, why in ((PRONOUN, "coref"), (DETERMINER, "det")):
+            if word := next((w for w in words if w in marked_words()[r]), ""):
+                score = relations(name)[r]
+                return Pick(*score.best, why, word, score.best_accuracy)
+    prev = core.head_roles(trace(name, text, "", own_knobs(name)))["previous"]
+    layer, head = divmod(int(prev.argmax()), prev.shape[1])
+    return Pick(layer, head, "previous", value=float(prev[layer, head]))
+
+
+def follow_pick(now: tuple[str, str, str], pick: Pick) -> None:
+    """A new input moves the Layer and Head sliders to its own pick, unless the student
+    had moved them away from the last input's pick (a chosen head stays chosen)."""
+    was = st.session_state.get(_PICKED)
+    at = (st.session_state.get("layer"), st.session_state.get("head"))
+    if was is not None and "layer" in st.session_state and was[0] != now and at == was[1]:
+        st.session_state.update(layer=pick.layer, head=pick.head)
+    st.session_state[_PICKED] = (now, (pick.layer, pick.head))
+
+
+def cross_head(name: str, text: str, text_b: str) -> tuple[tuple[int, int], float] | None:
+    """The head whose tokens of the first sentence look most at the second one's, and the
+    share of their weight they put there (None when either sentence has no token)."""
     tr = trace(name, text, text_b, own_knobs(name))
     sep = [i for i, t in enumerate(tr.tokens) if t in loaded(name).tokenizer.all_special_tokens]
-    if len(sep) < 3:  # no pair here (a decoder reads one stream): the most previous-token head
-        prev = core.head_roles(tr)["previous"]
-        return divmod(int(prev.argmax()), prev.shape[1])
+    if len(sep) < 3 or sep[1] == 1 or sep[2] == sep[1] + 1:
+        return None
     a, b = slice(1, sep[1]), slice(sep[1] + 1, sep[2])
     share = tr.weights[:, :, a, b].sum(-1).mean(-1)  # (L, H)
-    return divmod(int(share.argmax()), share.shape[1])
+    at = divmod(int(share.argmax()), share.shape[1])
+    return at, float(share[at])
 
 
 def own_knobs(name: str) -> Knobs:
@@ -255,14 +302,17 @@ def controls() -> Settings | None:
             W("label.text"),
             W("example.coref.a"),
             max_chars=500,
-            help=W("help.text", cap=core.MAX_TOKENS),
+            help=W(
+                "help.text", cap=core.MAX_TOKENS, model=name, model_cap=core.model_max_tokens(m)
+            ),
         )
         text_b = ui.text("text_b", W("label.text_b"), "", max_chars=500, help=W("help.text_b"))
         _clamp("layer", m.n_layers - 1)
         _clamp("head", m.n_heads - 1)
-        default = preset_list(name)["coref"]
-        layer = ui.slider("layer", W("label.layer"), 0, m.n_layers - 1, default[2])
-        head = ui.slider("head", W("label.head"), 0, m.n_heads - 1, default[3])
+        pick = pick_head(name, text, text_b)
+        follow_pick((name, text, text_b), pick)
+        layer = ui.slider("layer", W("label.layer"), 0, m.n_layers - 1, pick.layer)
+        head = ui.slider("head", W("label.head"), 0, m.n_heads - 1, pick.head)
         knobs = knob_controls(m)
     s = Settings(name, text, text_b, layer, head, knobs, own_knobs(name))
     input_notes(s)
@@ -286,7 +336,9 @@ def knob_controls(m: core.LoadedModel) -> Knobs:
 def input_notes(s: Settings) -> None:
     tr = trace(s.model, s.text, s.text_b, s.knobs)
     if tr.capped:
-        ui.note(W("note.capped", total=tr.capped, cap=core.MAX_TOKENS))
+        m = loaded(s.model)
+        cap = dict(cap=core.MAX_TOKENS, model=s.model, model_cap=core.model_max_tokens(m))
+        ui.note(W("note.capped", total=tr.capped, **cap))
     if s.text_b and loaded(s.model).kind == "decoder":
         ui.note(W("note.decoder_pair"))
 
@@ -315,6 +367,9 @@ def heads_step(s: Settings) -> None:
     st.subheader(W("heads.title"))
     ui.show(mosaic_chart(s))
     ui.show(head_chart(s))
+    pick = pick_head(s.model, s.text, s.text_b)
+    if (s.layer, s.head) == (pick.layer, pick.head):
+        st.caption(pick_words(s.model, pick))
     r = roles(s.model, s.text, s.text_b, s.knobs)
     at = (s.layer, s.head)
     cols = st.columns(len(fig.ROLE_NAMES))
@@ -339,11 +394,28 @@ def heads_tries(s: Settings, r: dict[str, np.ndarray]) -> list[tuple[str, str]]:
     )
     if loaded(s.model).kind != "encoder":
         return items
-    text, _, cl, ch = preset_list(s.model)["coref"]
+    text, _, p = preset_list(s.model)["coref"]
     ex = trace(s.model, text, "", s.own)
-    w, at = ex.weights[cl, ch], ex.tokens.index
-    her, she = (float(w[at(p), at("sister")]) for p in ("her", "she"))
-    return W.pairs("try.heads.coref", coref_head=fig.head_name(cl, ch), her=her, she=she) + items
+    w, at = ex.weights[p.layer, p.head], ex.tokens.index
+    her, she = (float(w[at(x), at("sister")]) for x in ("her", "she"))
+    head = heads_words(relations(s.model)[PRONOUN])
+    return W.pairs("try.heads.coref", coref_head=head, her=her, she=she) + items
+
+
+def tie(score: core.RelationScore) -> str:
+    """The heads that tie the best one, in words ("" when none does)."""
+    others = [fig.head_name(*x) for x in score.best_heads[1:]]
+    return W("word.tied", others=", ".join(others)) if others else ""
+
+
+def pick_words(name: str, p: Pick) -> str:
+    """Why the highlighted head is the one shown (content: pick.*)."""
+    head = fig.head_name(p.layer, p.head)
+    if p.why in ("coref", "det"):
+        score = relations(name)[PRONOUN if p.why == "coref" else DETERMINER]
+        word = ui.escape(p.word, 20)
+        return W(f"pick.{p.why}", head=head, word=word, acc=p.value, best=heads_words(score))
+    return W(f"pick.{p.why}", head=head, value=p.value)
 
 
 # ------------------------------------------------------------------------------ step 2
@@ -367,7 +439,14 @@ def roles_step(s: Settings) -> None:
 
 
 def _lift(score: core.RelationScore) -> float:
-    return score.best_accuracy - score.baseline
+    """How far the best head is above the relation's strongest simple guess."""
+    return score.best_accuracy - score.strongest.accuracy
+
+
+def heads_words(score: core.RelationScore) -> str:
+    """The best head, with any that tie it."""
+    t = tie(score)
+    return f"{fig.head_name(*score.best)} ({t})" if t else fig.head_name(*score.best)
 
 
 def relation_exercise(rel: dict[str, core.RelationScore]) -> bool:
@@ -375,7 +454,11 @@ def relation_exercise(rel: dict[str, core.RelationScore]) -> bool:
     best = max(names, key=lambda r: _lift(rel[r]))
     choices = [*names, W("roles.exercise.none", margin=CLEAR)]
     answer = best if _lift(rel[best]) >= CLEAR else choices[-1]
-    b = rel[best]
+    b, pr = rel[best], rel[PRONOUN]
+    guesses = "; ".join(
+        W("roles.guess_item", rel=r, guess=fig.guess_name(x.strongest), base=x.strongest.accuracy)
+        for r, x in rel.items()
+    )
     return ui.predict_choice(
         "model-relations",
         W(
@@ -386,33 +469,42 @@ def relation_exercise(rel: dict[str, core.RelationScore]) -> bool:
         ),
         choices,
         answer,
-        W("roles.exercise.why"),
+        W(
+            "roles.exercise.why",
+            guesses=guesses,
+            pr_offset=pr.baseline,
+            pr_vs_offset=pr.best_accuracy - pr.baseline,
+            pr_guess=fig.guess_name(pr.strongest),
+            pr_lift=_lift(pr),
+        ),
         truth=W(
             "roles.exercise.truth",
             rel=best,
-            head=fig.head_name(*b.best),
+            head=heads_words(b),
             acc=b.best_accuracy,
-            base=b.baseline,
+            guess=fig.guess_name(b.strongest),
+            base=b.strongest.accuracy,
         ),
         secret=[f"{fig.head_name(*b.best)} {b.best_accuracy:.2f}"],
     )
 
 
 def verdict(rel: dict[str, core.RelationScore]) -> str:
-    """One sentence per relation, from its lift over the positional baseline."""
+    """One sentence per relation, from the best head against its strongest simple guess:
+    how far above it, and how often chance alone splits the pairs they disagree on so."""
     out = []
     for r, x in rel.items():
-        kind = "clear" if _lift(x) >= CLEAR else "none" if _lift(x) <= 0.02 else "slight"
-        out.append(
-            W(
-                f"verdict.{kind}",
-                rel=r,
-                head=fig.head_name(*x.best),
-                acc=x.best_accuracy,
-                base=x.baseline,
-                offset=f"{x.offset:+d}",
-            )
-        )
+        g = x.strongest
+        wins, losses = x.against(g)
+        p = core.sign_test(wins, losses)
+        said = dict(rel=r, head=heads_words(x), acc=x.best_accuracy, n=x.n,
+                    guess=fig.guess_name(g), base=g.accuracy)  # fmt: skip
+        if _lift(x) <= 0.02:
+            kind = "none"
+        else:
+            kind = "unsure" if p >= ALPHA else "clear" if _lift(x) >= CLEAR else "slight"
+            said.update(wins=wins, losses=losses, p=p)
+        out.append(W(f"verdict.{kind}", **said))
     return "\n".join(f"- {line}" for line in out)
 
 
@@ -471,6 +563,8 @@ def knobs_step(s: Settings) -> None:
     labels = {k: v for k, v in KNOB_LABELS.items() if k in knob_measures(s, s.own)}
     ui.show(fig.knob_bars(knob_measures(s, s.own), knob_measures(s, s.knobs), labels))
     m = loaded(s.model)
+    if m.kind == "encoder":
+        st.caption(score_words())
     if m.kind == "encoder" and s.text_b:
         own, now = (pair_cosine(s.model, s.text, s.text_b, k) for k in (s.own, s.knobs))
         st.metric(W("knobs.cosine"), f"{now:.3f}", f"{now - own:+.3f}" if s.changed else None)
@@ -479,6 +573,12 @@ def knobs_step(s: Settings) -> None:
     else:
         ui.show(fig.next_token_bars(trace(s.model, s.text, "", s.knobs).next_tokens))
     ui.try_this(knobs_tries(s))
+
+
+def score_words() -> str:
+    """What the pair-ranking score and "triples ordered right" measure."""
+    n = len(core.similarity_triples())
+    return W("score.defined", triples=n, combos=n * n)
 
 
 def knobs_tries(s: Settings) -> list[tuple[str, str]]:
@@ -555,6 +655,7 @@ def pruning_step(s: Settings) -> None:
             similarity(s.model, replace(s.own, ablate=s.knobs.ablate)).auc,
         )
     ui.show(fig.pruning_chart(curve, can_go, order, yours))
+    st.caption(score_words())
     best = int(np.argmax(curve))
     st.markdown(
         W(

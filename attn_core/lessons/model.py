@@ -268,6 +268,18 @@ class ModelTrace:
     capped: int | None  # the input's length in tokens when it was cut to MAX_TOKENS
 
 
+def model_max_tokens(loaded: LoadedModel) -> int:
+    """The longest input the model itself takes, in tokens (this app's MAX_TOKENS is its
+    own, lower cap): a sentence-transformers model's `max_seq_length` when its folder has
+    one (all-MiniLM-L6-v2: 256), else the model's table of positions."""
+    cfg = loaded.folder / "sentence_bert_config.json" if loaded.folder is not None else None
+    if cfg is not None and cfg.is_file():
+        n = _read_json(cfg).get("max_seq_length")
+        if isinstance(n, int) and n > 0:
+            return n
+    return int(loaded.hf.config.max_position_embeddings)
+
+
 def encode(loaded: LoadedModel, text: str, text_b: str | None = None):
     """(input ids (T,), token type ids (T,), token strings, full length if cut)."""
     tok = loaded.tokenizer
@@ -617,15 +629,40 @@ def word_attention(loaded: LoadedModel, words: list[str], **knobs) -> torch.Tens
     return Q @ w @ A
 
 
-@dataclass(frozen=True)
+# The simple guesses a relation head is measured against, strongest first on a tie in
+# this order. "offset": the word k places away, with the k that fits most pairs;
+# "position": always word k of the sentence (0-based), with the k that fits most pairs;
+# "first_*" / "nearest_*": the first, or the nearest (on a tie the earlier), word other than
+# the asking one that the *other* relations' marks name as a subject (a subject pair's
+# first end) or a noun (a determiner pair's second end, or a subject). A relation's own
+# marks are never used: a guess that would need them takes only the remaining ones, and is
+# left out when none remain.
+GUESSES = ("offset", "position", "first_subject", "nearest_subject", "first_noun", "nearest_noun")
+_GUESS_MARKS = {"subject": (("subj", 0),), "noun": (("det", 1), ("subj", 0))}
+
+
+@dataclass(frozen=True, eq=False)
+class Guess:
+    """One simple guess on one relation's pairs: which words it names, and whether right."""
+
+    name: str  # one of GUESSES
+    at: int | None  # the offset ("offset") or the word index ("position"); None for the rest
+    hits: torch.Tensor  # (n,) bool: right on each pair, in the pairs' order
+
+    @property
+    def accuracy(self) -> float:
+        return float(self.hits.double().mean()) if self.hits.numel() else 0.0
+
+
+@dataclass(frozen=True, eq=False)
 class RelationScore:
-    """How often each head's most-attended word is the annotated one, against the best
-    fixed offset (always the word k places away, with the k that fits most pairs)."""
+    """How often each head's most-attended word is the annotated one, against simple
+    guesses that never look at the model (GUESSES)."""
 
     accuracy: torch.Tensor  # (L, H)
     n: int  # annotated pairs
-    offset: int  # the baseline's offset in words
-    baseline: float  # its accuracy
+    hits: torch.Tensor  # (n, L, H) bool: each head right on each pair
+    guesses: tuple[Guess, ...]  # every guess that applies to this relation
 
     @property
     def best(self) -> tuple[int, int]:
@@ -633,30 +670,97 @@ class RelationScore:
         return divmod(i, self.accuracy.shape[1])
 
     @property
+    def best_heads(self) -> list[tuple[int, int]]:
+        """Every head tied at the best accuracy, layer-major (the first is `best`)."""
+        tied = (self.accuracy == self.accuracy.max()).nonzero().tolist()
+        return [(int(layer), int(head)) for layer, head in tied]
+
+    @property
     def best_accuracy(self) -> float:
         return float(self.accuracy.max())
+
+    def guess(self, name: str) -> Guess:
+        return next(g for g in self.guesses if g.name == name)
+
+    @property
+    def offset(self) -> int:
+        """The fixed offset's k (words; negative: to the left)."""
+        return int(self.guess("offset").at)
+
+    @property
+    def baseline(self) -> float:
+        """The fixed offset's accuracy."""
+        return self.guess("offset").accuracy
+
+    @property
+    def strongest(self) -> Guess:
+        """The guess with the highest accuracy (the earlier in GUESSES on a tie)."""
+        return max(self.guesses, key=lambda g: (g.accuracy, -GUESSES.index(g.name)))
+
+    def against(self, guess: Guess) -> tuple[int, int]:
+        """(pairs the best head finds and `guess` misses, pairs `guess` finds and it misses)."""
+        head = self.hits[:, self.best[0], self.best[1]]
+        return int((head & ~guess.hits).sum()), int((guess.hits & ~head).sum())
+
+
+def _marked(s: dict, kind: str, own: str) -> list[int]:
+    """The words of sentence `s` that the marks other than `own` name as `kind`."""
+    return sorted({p[e] for f, e in _GUESS_MARKS[kind] if f != own for p in s.get(f, [])})
+
+
+def relation_pairs(sentences=None) -> dict[str, list[tuple[dict, int, int]]]:
+    """Per relation, every (sentence, asking word, answer word) of the marks, in order."""
+    sentences = relation_sentences() if sentences is None else sentences
+    return {
+        r: [(s, p[ask], p[target]) for s in sentences for p in s.get(field, [])]
+        for r, (field, ask, target) in RELATIONS.items()
+    }
+
+
+def marked_words(sentences=None) -> dict[str, frozenset[str]]:
+    """The words the shipped marks name as a relation's asking end, per relation."""
+    pairs = relation_pairs(sentences)
+    return {r: frozenset(s["words"][i] for s, i, _ in p) for r, p in pairs.items()}
+
+
+def simple_guesses(pairs: list[tuple[dict, int, int]], field: str) -> tuple[Guess, ...]:
+    """Every guess of GUESSES that applies to these (sentence, asking word, answer) pairs."""
+    off = torch.tensor([j - i for _, i, j in pairs], dtype=torch.long)
+    pos = torch.tensor([j for _, _, j in pairs], dtype=torch.long)
+    k_off = int(off.mode().values) if off.numel() else 0
+    k_pos = int(pos.mode().values) if pos.numel() else 0
+    out = [Guess("offset", k_off, off == k_off), Guess("position", k_pos, pos == k_pos)]
+    for kind in _GUESS_MARKS:
+        if all(f == field for f, _ in _GUESS_MARKS[kind]):
+            continue  # only the relation's own marks name these words
+        first, near = [], []
+        for s, i, j in pairs:
+            c = [w for w in _marked(s, kind, field) if w != i]
+            first.append(bool(c) and c[0] == j)
+            near.append(bool(c) and min(c, key=lambda w: (abs(w - i), w)) == j)
+        out += [Guess(f"first_{kind}", None, torch.tensor(first, dtype=torch.bool)),
+                Guess(f"nearest_{kind}", None, torch.tensor(near, dtype=torch.bool))]  # fmt: skip
+    return tuple(out)
 
 
 def relation_scores(loaded: LoadedModel, sentences=None, **knobs) -> dict[str, RelationScore]:
     """Every head scored on every relation of the shipped sentences (Clark et al. 2019's
-    test: does the word a head attends to most from the dependent hold the relation?)."""
+    test: does the word a head attends to most from the dependent hold the relation?),
+    with the simple guesses (GUESSES) on the same pairs."""
     sentences = relation_sentences() if sentences is None else sentences
     hits = {r: [] for r in RELATIONS}
-    offsets: dict[str, list[int]] = {r: [] for r in RELATIONS}
     for s in sentences:
         ww = word_attention(loaded, s["words"], **knobs)  # (L, H, W, W)
         for r, (field, ask, target) in RELATIONS.items():
             for pair in s.get(field, []):
-                i, j = pair[ask], pair[target]
-                hits[r].append(ww[..., i, :].argmax(-1) == j)  # (L, H)
-                offsets[r].append(j - i)
+                hits[r].append(ww[..., pair[ask], :].argmax(-1) == pair[target])  # (L, H)
+    pairs = relation_pairs(sentences)
     out = {}
-    for r in RELATIONS:
-        off = torch.tensor(offsets[r])
-        k = int(off.mode().values) if off.numel() else 0
-        acc = torch.stack(hits[r]).double().mean(0) if hits[r] else torch.zeros(1, 1)
-        base = float((off == k).double().mean()) if off.numel() else 0.0
-        out[r] = RelationScore(acc, off.numel(), k, base)
+    shape = (0, loaded.n_layers, loaded.n_heads)
+    for r, (field, _, _) in RELATIONS.items():
+        h = torch.stack(hits[r]) if hits[r] else torch.zeros(shape, dtype=torch.bool)
+        acc = h.double().mean(0) if hits[r] else torch.zeros(shape[1:], dtype=torch.float64)
+        out[r] = RelationScore(acc, len(pairs[r]), h, simple_guesses(pairs[r], field))
     return out
 
 
@@ -689,6 +793,78 @@ def heads_before_drop(curve: list[float], drop: float = 0.05) -> int:
     while k + 1 < len(curve) and curve[k + 1] >= floor:
         k += 1
     return k
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: the chance of a split of wins + losses discordant pairs at
+    least this uneven if each pair went either way with probability ½."""
+    n, k = wins + losses, min(wins, losses)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+def layer_scores(loaded: LoadedModel, triples=None) -> list[float]:
+    """The pair-ranking score with every head of one layer switched off, per layer."""
+    every = range(loaded.n_heads)
+    return [
+        similarity(loaded, triples, ablate=[(layer, h) for h in every]).auc
+        for layer in range(loaded.n_layers)
+    ]
+
+
+def halves(triples: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The triples split in two: even positions and odd positions."""
+    return triples[0::2], triples[1::2]
+
+
+def held_out_pruning(loaded: LoadedModel, triples=None) -> list[dict]:
+    """Does choosing the pruning order on the triples it is scored on flatter it? For each
+    half of the triples (`halves`): the order measured on that half and on the other, each
+    scored on that half, and how many heads each lets go before a 5 % drop."""
+    triples = similarity_triples() if triples is None else triples
+    parts = halves(triples)
+    orders = [pruning_order(single_head_effects(loaded, part)) for part in parts]
+    out = []
+    for i, part in enumerate(parts):
+        own = pruning_curve(loaded, orders[i], part)
+        other = pruning_curve(loaded, orders[1 - i], part)
+        out.append(
+            {
+                "triples": len(part),
+                "order": [list(x) for x in orders[i]],
+                "own": [round(x, 6) for x in own],
+                "other": [round(x, 6) for x in other],
+                "k_own": heads_before_drop(own),
+                "k_other": heads_before_drop(other),
+            }
+        )
+    return out
+
+
+CHECKS_FILE = ASSETS / "model_pruning_checks.json"
+
+
+def write_checks(loaded: LoadedModel) -> dict:
+    """Whole layers switched off, and the held-out pruning test; written to CHECKS_FILE."""
+    out = {
+        "about": f"{loaded.name} on assets/model_pairs.json: `layers`, the pair-ranking score "
+        "with every head of one layer off; `halves`, for the even- and the odd-position "
+        "triples, the pruning order measured on that half (`order`), the curve of that "
+        "order (`own`) and of the other half's order (`other`) scored on that half, and the "
+        "heads each lets go before a 5 % drop. Written by "
+        "`python -m attn_core.lessons.model checks`.",
+        "model": loaded.name,
+        "layers": [round(x, 6) for x in layer_scores(loaded)],
+        "halves": held_out_pruning(loaded),
+    }
+    CHECKS_FILE.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def shipped_checks() -> dict:
+    """What `python -m attn_core.lessons.model checks` wrote to assets/ for MiniLM."""
+    return _read_json(CHECKS_FILE)
 
 
 KNOBS_FILE = ASSETS / "model_knobs.json"
@@ -741,11 +917,16 @@ def shipped_pruning() -> dict:
 
 def main() -> None:
     """Measure MiniLM's reference knob scores, single-head effects and pruning curve;
-    write them to assets/ (`knobs`: the knob scores only)."""
+    write them to assets/ (`knobs`: the knob scores only; `checks`: whole layers off and
+    the held-out pruning test, CHECKS_FILE, only)."""
     import time
 
     t0 = time.perf_counter()
     m = load_model()
+    if sys.argv[1:] == ["checks"]:
+        write_checks(m)
+        print(f"wrote {CHECKS_FILE} in {time.perf_counter() - t0:.0f} s")
+        return
     write_knobs(m)
     print(f"wrote {KNOBS_FILE} in {time.perf_counter() - t0:.0f} s")
     if sys.argv[1:] == ["knobs"]:

@@ -108,13 +108,30 @@ def test_role_maps_lay_out_six_grids_and_name_the_best_heads():
     assert list(f.layout.xaxis.ticktext) == list(fig.ROLE_NAMES.values())
 
 
-def test_relation_bars_pair_each_best_head_with_its_baseline():
-    acc = torch.tensor([[0.2, 0.9], [0.4, 0.1]])
-    scores = {"pronoun → antecedent": M.RelationScore(acc, 58, -2, 0.19)}
+def test_relation_bars_pair_the_best_heads_with_the_strongest_guess():
+    # four pairs; heads L0H1 and L1H0 tie at 3 of 4
+    hits = torch.zeros(4, 2, 2, dtype=torch.bool)
+    hits[:3, 0, 1] = hits[1:, 1, 0] = True
+    guesses = (
+        M.Guess("offset", -2, torch.tensor([True, False, False, False])),
+        M.Guess("position", 1, torch.tensor([True, True, False, False])),
+        M.Guess("first_subject", None, torch.tensor([False, True, True, False])),
+    )  # position and first subject tie at 2 of 4: the earlier in GUESSES is named
+    scores = {"pronoun → antecedent": M.RelationScore(hits.double().mean(0), 4, hits, guesses)}
     chart = fig.relation_bars(scores)
     f = _valid(chart)
-    assert list(f.data[0].y) == [pytest.approx(0.9)] and list(f.data[1].y) == [0.19]
-    assert "L0H1 0.90 against -2 words 0.19 (58 pairs)" in chart.caption
+    assert list(f.data[0].y) == [pytest.approx(0.75)] and list(f.data[1].y) == [0.5]
+    assert "L0H1 = L1H0 0.75 against always the 2nd word 0.50 (4 pairs)" in chart.caption
+
+
+@pytest.mark.parametrize(
+    ("name", "at", "words"),
+    [("offset", 1, "the next word"), ("offset", -1, "the word before"),
+     ("offset", -3, "the word 3 back"), ("position", 0, "always the 1st word"),
+     ("position", 10, "always the 11th word"), ("nearest_noun", None, "the nearest noun")],
+)  # fmt: skip
+def test_each_guess_has_a_name(name, at, words):
+    assert fig.guess_name(M.Guess(name, at, torch.ones(1, dtype=torch.bool))) == words
 
 
 def test_weights_and_contributions_share_one_colour_axis_and_say_what_the_sinks_add():

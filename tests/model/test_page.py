@@ -29,7 +29,7 @@ W = Words("model")
 TEXT = W("example.coref.a")
 SHOWS = {
     "Every head": ["Every head of all-MiniLM-L6-v2", "L1H3: where each token looks"],
-    "Roles": ["What each head does", "Relation heads against a positional baseline"],
+    "Roles": ["What each head does", "Relation heads against simple guesses"],
     "Contribution": ["L1H3: attention weight (left)"],
     "Knobs": ["What the knobs do to attention"],
     "Pruning": ["Pruning a real model"],
@@ -94,6 +94,74 @@ def test_revealed_answers_are_the_core_s(minilm):
     np.testing.assert_allclose(y, p["curve"], atol=1e-6)
 
 
+def test_the_verdict_measures_each_relation_against_its_strongest_guess(minilm):
+    from figures.model import guess_name, head_name
+
+    at = _open(step="Roles")
+    said = " ".join(m.value for m in at.markdown)
+    for r, x in M.relation_scores(minilm).items():
+        g = x.strongest
+        assert all(g.accuracy >= o.accuracy for o in x.guesses)
+        assert f"**{r}**" in said
+        line = said[said.index(f"**{r}**") :].split("\n")[0]
+        assert head_name(*x.best) in line, line
+        assert f"{x.best_accuracy:.0%} of the {x.n} pairs" in line, line
+        assert f"{guess_name(g)}, {g.accuracy:.0%}" in line, line
+        for tied in x.best_heads[1:]:  # a head that ties the best is named with it
+            assert f"tied with {head_name(*tied)}" in line, line
+        lift = x.best_accuracy - g.accuracy
+        if lift > 0.02:
+            wins, losses = x.against(g)
+            assert f"right on {wins} pairs" in line and f"alone on {losses}" in line, line
+            p = M.sign_test(wins, losses)
+            assert (f"{p:.0%} of the time" in line) or (f"{p:.1%} of the time" in line), line
+            assert ("not shown to beat the guess" in line) == (p >= 0.05), line
+        else:
+            assert "no head does better than this guess" in line, line
+
+
+def test_the_page_says_whose_token_cap_it_is(minilm):
+    at = _open(reveal=False)
+    help_text = at.text_input(key="text").proto.help
+    assert f"at most {M.MAX_TOKENS} tokens" in help_text
+    assert M.model_max_tokens(minilm) == 256  # sentence_bert_config.json's max_seq_length
+    assert f"{M.MINILM} itself takes up to 256" in help_text
+
+
+def test_the_scores_are_defined_where_they_are_shown():
+    n = len(M.similarity_triples())
+    for step in ("Knobs", "Pruning"):
+        said = " ".join(c.value for c in _open(step=step).caption)
+        assert f"takes the {n} shipped triples" in said and f"{n * n:,} comparisons" in said
+        assert "0.5 is what guessing at random gets" in said and "0.5 is chance there too" in said
+
+
+def test_the_highlighted_head_is_picked_from_the_student_s_sentence(minilm):
+    rel = M.relation_scores(minilm)
+    pron, det = rel["pronoun → antecedent"], rel["determiner → noun"]
+    at = _open(reveal=False, text="A dog slept in the sun all day.")  # no pronoun
+    state = at.session_state
+    assert (state["layer"], state["head"]) == det.best
+    assert any("“a”, a word the shipped sentences mark as a determiner" in c.value
+               for c in at.caption)  # fmt: skip
+    at.text_input(key="text").set_value("Then she laughed at him.").run()
+    assert (at.session_state["layer"], at.session_state["head"]) == pron.best  # followed
+    assert any("“she”, a word the shipped sentences mark as a pronoun" in c.value
+               for c in at.caption)  # fmt: skip
+    plain = "Birds sing loudly"  # neither: the sentence's own previous-token head
+    at.text_input(key="text").set_value(plain).run()
+    prev = M.head_roles(M.run_model(minilm, plain))["previous"]
+    want = divmod(int(prev.argmax()), prev.shape[1])
+    assert (at.session_state["layer"], at.session_state["head"]) == want
+    assert any(f"({float(prev[want]):.2f} on your sentence)" in c.value for c in at.caption)
+    at.slider(key="head").set_value((want[1] + 1) % 12).run()  # a head of the student's own
+    chosen = (at.session_state["layer"], at.session_state["head"])
+    at.text_input(key="text").set_value("Then she laughed at him.").run()
+    assert (at.session_state["layer"], at.session_state["head"]) == chosen  # stays chosen
+    assert not any("is highlighted because" in c.value for c in at.caption)
+    no_exception(at)
+
+
 def test_bad_links_fall_back_with_a_note():
     bad = dict(layer="99", head="x", temperature="0", scaled="maybe", causal="2",
                ablate="L9H9", model="gpt-5")  # fmt: skip
@@ -126,7 +194,8 @@ def test_long_text_is_cut_to_the_cap_with_a_note(minilm):
     long = " ".join(["the cat sat on the mat"] * 12)  # 84 tokens in 275 characters
     at = _open(reveal=False, text=long)
     n = len(minilm.tokenizer(long)["input_ids"])
-    assert any(f"{n:,} tokens long" in w and str(M.MAX_TOKENS) in w for w in warnings(at))
+    cap = f"only the first {M.MAX_TOKENS} (its own limit; {M.MINILM} itself takes up to 256)"
+    assert any(f"{n:,} tokens long" in w and cap in w for w in warnings(at)), warnings(at)
     assert len(at.code[0].value.split()) == M.MAX_TOKENS
 
 

@@ -83,6 +83,47 @@ def test_relation_scores_count_argmax_hits_and_the_best_offset(tiny_bert):
     assert (coref.offset, coref.n, coref.baseline) == (-3, 1, 1.0)
     assert det.best_accuracy == float(det.accuracy.max())
     assert det.accuracy[det.best] == det.best_accuracy
+    assert det.best in det.best_heads and all(det.accuracy[h] == det.best_accuracy
+                                              for h in det.best_heads)  # fmt: skip
+    # the subject marks are the subject relations' own: no subject guess for them
+    assert [g.name for g in back.guesses] == ["offset", "position", "first_noun", "nearest_noun"]
+    assert [g.name for g in det.guesses] == list(M.GUESSES)
+    assert det.guess("position").at == 1 and det.guess("position").accuracy == 0.75  # 1, 5, 1, 1
+    assert det.strongest.name == "offset"  # 1.0; the earlier in GUESSES wins a tie
+    for x in got.values():
+        head = x.hits[:, x.best[0], x.best[1]]
+        assert x.against(x.strongest) == (
+            int((head & ~x.strongest.hits).sum()),
+            int((x.strongest.hits & ~head).sum()),
+        )
+
+
+def test_each_simple_guess_names_the_word_it_says():
+    s = {"words": [f"w{i}" for i in range(9)],
+         "det": [[0, 1], [4, 5]], "subj": [[1, 3], [5, 6]], "coref": [[7, 5], [8, 1]]}  # fmt: skip
+    pairs = M.relation_pairs([s])
+    assert pairs["pronoun → antecedent"] == [(s, 7, 5), (s, 8, 1)]
+    got = {g.name: g for g in M.simple_guesses(pairs["pronoun → antecedent"], "coref")}
+    # subjects 1 and 5; nouns (a determiner's noun or a subject) 1 and 5
+    assert got["first_subject"].hits.tolist() == [False, True]  # 1, 1
+    assert got["nearest_subject"].hits.tolist() == [True, False]  # 5, 5
+    # one pair each way: the offset (-2 or -7) and the place (5 or 1) fit one pair
+    assert got["offset"].hits.tolist() == [got["offset"].at == -2, got["offset"].at == -7]
+    assert got["position"].hits.tolist() == [got["position"].at == 5, got["position"].at == 1]
+    assert got["offset"].accuracy == got["position"].accuracy == 0.5
+    dets = {g.name: g for g in M.simple_guesses(pairs["determiner → noun"], "det")}
+    # without the determiner marks, nouns are the subjects: 1 and 5, never the asking word
+    assert dets["first_noun"].hits.tolist() == [True, False]
+    assert dets["nearest_noun"].hits.tolist() == [True, True]
+    assert M.marked_words([s])["pronoun → antecedent"] == {"w7", "w8"}
+
+
+def test_the_sign_test_is_the_two_sided_binomial_tail():
+    assert M.sign_test(0, 0) == 1.0 and M.sign_test(5, 5) == 1.0
+    assert M.sign_test(10, 0) == pytest.approx(2 / 2**10)
+    assert M.sign_test(14, 6) == M.sign_test(6, 14)
+    tail = sum(math.comb(20, i) for i in range(7)) / 2**20
+    assert M.sign_test(14, 6) == pytest.approx(2 * tail)
 
 
 def test_similarity_auc_and_triples_count_ordered_pairs():
@@ -166,6 +207,22 @@ def test_the_triples_are_distinct_sentences():
     assert len(triples) >= 40
     texts = [t[k] for t in triples for k in ("anchor", "paraphrase", "unrelated")]
     assert len(set(texts)) == len(texts)
+
+
+def test_the_pronoun_relation_s_strongest_guess_is_the_first_subject():
+    """The shipped marks alone (no model): a fixed distance finds few antecedents, the
+    sentence's first subject many more, so a pronoun head is measured against that."""
+    right = n = 0
+    for s in M.relation_sentences():
+        for pronoun, antecedent in s.get("coref", []):
+            subjects = sorted(a for a, _ in s["subj"] if a != pronoun)
+            right += bool(subjects) and subjects[0] == antecedent
+            n += 1
+    pairs = M.relation_pairs()["pronoun → antecedent"]
+    guesses = {g.name: g for g in M.simple_guesses(pairs, "coref")}
+    strongest = max(guesses.values(), key=lambda g: g.accuracy)
+    assert strongest.name == "first_subject" and strongest.accuracy == right / n
+    assert strongest.accuracy > guesses["offset"].accuracy + 0.3
 
 
 @minilm_only
