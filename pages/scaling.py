@@ -13,7 +13,8 @@ from attn_core import DTYPES, INITS, parse_dtype, softmax_jacobian
 from attn_core.lessons import scaling as core
 from attn_core.lessons import training
 from figures.parts import sci
-from ui.controls import log_values
+from ui.controls import log_values, open_step
+from ui.exercises import figures as figures_of
 
 FILE = "pages/scaling.py"
 W = ui.Words("scaling")
@@ -485,7 +486,13 @@ def controls() -> Settings:
 
 
 def metrics(s: Settings) -> None:
-    """The four numbers every step sits under: spread, saturation, gradient, lead."""
+    """The four numbers every step sits under: spread, saturation, gradient, lead. On the
+    Check yourself step they wait for its three reveals: at the questions' d_k, unscaled,
+    they are the answers (logit SD, saturated rows, the unscaled Jacobian norm)."""
+    opened = (open_step() or ("", (), ""))[2]
+    if opened == "Check yourself" and not all(map(ui.revealed, check_keys(s.seq))):
+        ui.until_reveal(W("check.hidden"))
+        return
     view = sample(s)
     scale = core.logit_scale(s.d_k, scaled=s.scaled, temperature=s.temperature)
     m = st.columns(4)
@@ -570,6 +577,12 @@ def two_keys_step(s: Settings) -> None:
     ui.explain(W("explain.init.title"), init_story(t))
 
 
+def check_keys(seq: Seq) -> tuple[str, str, str]:
+    """The Check yourself step's three exercises: standard deviation, max weight, Jacobian."""
+    inst = f"{seq.seed}-{seq.tokens}-{seq.init}-{seq.dtype}"
+    return f"scaling-sd-{seq.seed}-{seq.init}", f"scaling-max-{inst}", f"scaling-jac-{inst}"
+
+
 def sd_exercise(seq: Seq, c: dict) -> None:
     d_k = c["d_k"]
     why = W("exercise.sd.why", d_k=d_k, root=math.sqrt(d_k), n=c["n_pairs"], sd=c["sd"])
@@ -577,11 +590,10 @@ def sd_exercise(seq: Seq, c: dict) -> None:
         var = d_k * d_k / (d_k - 1)
         why += " " + W("exercise.sd.why.layernorm", var=var, sd=math.sqrt(var))
     question = W("exercise.sd.q", d_k=d_k, draw=W(f"draw.{seq.init}"), seed=seq.seed)
-    key = f"scaling-sd-{seq.seed}-{seq.init}"
-    ui.predict_number(key, question, c["sd"], why, rel_tol=0.15, lo=0.0)
+    ui.predict_number(check_keys(seq)[0], question, c["sd"], why, rel_tol=0.15, lo=0.0)
 
 
-def max_weight_exercise(seq: Seq, c: dict, inst: str) -> None:
+def max_weight_exercise(seq: Seq, c: dict) -> None:
     d_k, T = c["d_k"], seq.tokens
     softer = W("exercise.max.softer") if c["max_on"] < c["max_off"] else ""
     why = W(
@@ -598,7 +610,7 @@ def max_weight_exercise(seq: Seq, c: dict, inst: str) -> None:
         softer=softer,
     )
     ui.predict_number(
-        f"scaling-max-{inst}",
+        check_keys(seq)[1],
         W("exercise.max.q", T=T, seed=seq.seed, d_k=d_k, dtype=seq.dtype),
         c["max_off"],
         why,
@@ -618,7 +630,7 @@ def jacobian_truth(norm: float, ratio: float, dtype: str) -> str:
     return W("exercise.jac.truth.smaller", norm=norm, x=ratio)
 
 
-def jacobian_exercise(seq: Seq, c: dict, inst: str) -> None:
+def jacobian_exercise(seq: Seq, c: dict) -> None:
     drops = tuple(W.choices("exercise.jac.choices").values())
     why = W(
         "exercise.jac.why",
@@ -634,13 +646,16 @@ def jacobian_exercise(seq: Seq, c: dict, inst: str) -> None:
         dtype=seq.dtype,
         scaled_norm=c["norm_on"],
     )
+    correct = drops[core.jacobian_drop_bucket(c["drop"])]
+    truth = jacobian_truth(c["norm_off"], c["drop"], seq.dtype)
     ui.predict_choice(
-        f"scaling-jac-{inst}",
+        check_keys(seq)[2],
         question,
         drops,
-        drops[core.jacobian_drop_bucket(c["drop"])],
+        correct,
         why,
-        truth=jacobian_truth(c["norm_off"], c["drop"], seq.dtype),
+        truth=truth,
+        secret=[*(figures_of(truth) or [truth]), correct],  # the norm, the ratio, the choice
     )
 
 
@@ -650,16 +665,15 @@ def check_step(s: Settings) -> None:
     st.caption(W("check.caption"))
     seq = s.seq
     c = check_numbers(seq)
-    inst = f"{seq.seed}-{seq.tokens}-{seq.init}-{seq.dtype}"
     sd_exercise(seq, c)
-    max_weight_exercise(seq, c, inst)
-    jacobian_exercise(seq, c, inst)
+    max_weight_exercise(seq, c)
+    jacobian_exercise(seq, c)
 
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
     s = controls()
-    metrics(s)
+    strip = st.container()  # the four numbers, drawn once the open step's reveals are known
     ui.steps(
         {
             "Scores to weights": scores_step,
@@ -671,6 +685,8 @@ def run() -> None:
         },
         s,
     )
+    with strip:
+        metrics(s)
     ui.prev_next(FILE)
 
 

@@ -121,3 +121,35 @@ def test_the_instance_follows_tokens_init_and_precision():
     at.number_input(key=f"guess-{max_key}").set_value(e["max_off"])
     reveal(at, max_key)
     assert len(verdicts(at)[0]) == 2
+
+
+def test_the_metrics_strip_waits_for_all_three_reveals_on_check_yourself():
+    """At the questions' own d_k, unscaled, the strip above the steps is their answers (the
+    Jacobian norm to the digit): on this step it waits for all three reveals (issue 41)."""
+    e = expected()
+    at = run_page(PAGE, step=STEP, d_k=str(e["d_k"]), scaled="false")
+    no_exception(at)
+    off = attn_core.scaling_sample(12, e["d_k"], scaled=False, seed=0)
+    norm = f"{np.median(off.jacobian_norm.numpy()):.3g}"
+    held = "The four numbers for the sidebar's settings, held until all three questions"
+
+    def strip() -> list[str]:
+        return [m.label for m in at.metric]
+
+    def waiting() -> bool:
+        return any(held in c.value for c in at.caption)
+
+    assert strip() == [] and waiting()
+    assert norm not in " ".join(m.value for m in at.markdown if "Predict" not in m.value)
+    for i, key in enumerate(keys()):
+        assert strip() == [] and waiting(), i
+        if key.startswith("scaling-jac"):
+            at.radio(key=f"pick-{key}").set_value(DROPS[0])
+        else:
+            at.number_input(key=f"guess-{key}").set_value(0.5)
+        reveal(at, key)
+        no_exception(at)
+    assert len(strip()) == 4 and not waiting()
+    assert next(m.value for m in at.metric if m.label == "Median Jacobian norm") == norm
+    other = run_page(PAGE, step="Jacobian", d_k=str(e["d_k"]), scaled="false")
+    assert len([m.label for m in other.metric]) == 4  # the other steps ask nothing: shown
