@@ -3,11 +3,17 @@
 Every step of every page is opened at its defaults. Each exercise logs the figures that
 would give its answer away (ui.exercises: a numeric exercise's formatted truth, a choice's
 `secret=`). While it is unrevealed, none of them may appear anywhere the page shows text:
-markdown outside the question boxes, captions, callouts, metrics, tables, and the text of
-every chart (titles, axis titles, annotations, trace names and labels). The exercises are
-then revealed one by one; those still unanswered keep their secrets meanwhile, and once all
-are revealed every secret appears. (A chart whose picture alone gives the answer is held
-back by the page as well; text is what this test can read.)
+markdown outside the question boxes (the "Try this" boxes and expanders included), captions,
+callouts, the metric strips (label, value, help), tables, and the text of every chart
+(titles, axis titles, annotations, trace names and labels). The exercises are then revealed
+one by one; those still unanswered keep their secrets meanwhile, and once all are revealed
+every secret appears. A choice exercise's computed choice, read from its verdict, must not
+have been on the page before either, whatever the page registered (when it is a phrase of
+its own: a choice that names a thing on the page, "bilinear", is on it anyway). Links at
+which a leak was once found (issue 41: a sidebar setting equal to the question's) are
+checked as well.
+(A chart whose picture alone gives the answer is held back by the page as well; text is
+what this test can read. tests/site/test_secrecy_browser.py reads what a browser shows.)
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from attn_core.lessons.scaling import exercise_d_k
 from tests.support.apptest import (
     answer_and_reveal,
     no_exception,
@@ -33,6 +40,34 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = [
     (lesson.file, step) for lesson in available() for step in page_steps(lesson.file)
 ]  # fmt: skip
+
+# The steps that ask something (the browser test opens each one): kept honest below, since
+# every step's run must find exercises exactly where this lists them.
+EXERCISE_STEPS: dict[str, tuple[str, ...]] = {
+    "pages/scaling.py": ("Check yourself",),
+    "pages/softmax.py": ("Check yourself",),
+    "pages/multi-head.py": ("Cost", "Diversity"),
+    "pages/masks.py": ("Fill", "Broadcasting bug"),
+    "pages/positions.py": ("Order", "RoPE"),
+    "pages/training.py": ("Predict",),
+    "pages/cost.py": ("Compute", "Memory", "Walkthrough"),
+    "pages/alternatives.py": ("Scoring", "Cosine", "Smoother", "Contribution"),
+    "pages/heads.py": ("Maps", "Switch off"),
+    "pages/model.py": ("Roles", "Knobs", "Pruning"),
+}
+
+# Links whose settings match a question's own (issue 41), where the page once showed an
+# answer before its reveal: the question's d_k unscaled under /scaling's metric strip, an
+# MQA layer or a single head on /multi-head's Diversity step, B ≠ T_q on /masks.
+LINKS = [
+    ("pages/scaling.py", "Check yourself", {"d_k": str(exercise_d_k(0)), "scaled": "false"}),
+    ("pages/multi-head.py", "Diversity", {"kv_heads": "1"}),
+    ("pages/multi-head.py", "Diversity", {"heads": "1"}),
+    ("pages/masks.py", "Broadcasting bug", {"batch": "5"}),
+]
+
+# A choice exercise's verdict names the computed choice (ui.exercises.predict_choice).
+_VERDICT = re.compile(r"(?:Right: |computed answer is )\*\*(.+?)\*\*")
 
 
 def _chart_text(spec: dict) -> list[str]:
@@ -87,18 +122,23 @@ def exercises(at) -> list[dict]:
     return list(at.session_state[EXERCISE_LOG]) if EXERCISE_LOG in at.session_state else []
 
 
-@pytest.mark.parametrize(("file", "step"), CASES, ids=[f"{f}:{s}" for f, s in CASES])
-def test_no_step_shows_an_answer_before_its_reveal(file, step):
-    params = {"step": step} if step else {}
-    at = run_page(file, timeout=120, **params)
-    no_exception(at)
+def chosen(at) -> list[str]:
+    """The computed choices that revealed choice exercises name in their verdicts."""
+    boxes = (*at.success, *at.error, *at.info)
+    return [m for b in boxes for m in _VERDICT.findall(str(b.value))]
+
+
+def check_secrets(at, where: str, *, all_shown: bool = True) -> None:
+    """No exercise of the run shows its secrets (nor a choice its computed choice) before
+    its reveal; revealed one by one, the others keep theirs; at the end all are shown."""
     found = exercises(at)
     text = shown_text(at)
     for ex in found:
         assert not ex["revealed"]
         assert ex["secrets"], f"{ex['key']} names no secret"
         leaks = [s for s in ex["secrets"] if present(s, text)]
-        assert not leaks, f"{file} › {step}: {ex['key']} shows {leaks} before its reveal"
+        assert not leaks, f"{where}: {ex['key']} shows {leaks} before its reveal"
+    before = text
     # reveal them one by one: the ones still unanswered keep their secret meanwhile
     for i, ex in enumerate(found):
         answer_and_reveal(at, ex["key"])
@@ -108,8 +148,48 @@ def test_no_step_shows_an_answer_before_its_reveal(file, step):
         text = shown_text(at)
         for later in found[i + 1 :]:
             leaks = [s for s in log[later["key"]]["secrets"] if present(s, text)]
-            assert not leaks, f"{file} › {step}: revealing {ex['key']} shows {leaks}"
+            assert not leaks, f"{where}: revealing {ex['key']} shows {leaks}"
+    # a choice worded as a phrase of its own (not a name the page uses, like "bilinear")
+    shown_early = [c for c in chosen(at) if len(c.split()) >= 4 and present(c, before)]
+    assert not shown_early, f"{where}: the computed choice {shown_early} was shown before"
+    if all_shown:
+        text = shown_text(at)
+        for ex in exercises(at):
+            missing = [s for s in ex["secrets"] if not present(s, text)]
+            assert not missing, f"{where}: {ex['key']} revealed, but {missing} not shown"
+
+
+@pytest.mark.parametrize(("file", "step"), CASES, ids=[f"{f}:{s}" for f, s in CASES])
+def test_no_step_shows_an_answer_before_its_reveal(file, step):
+    params = {"step": step} if step else {}
+    at = run_page(file, timeout=120, **params)
+    no_exception(at)
+    asks = bool(exercises(at))
+    assert asks == (step in EXERCISE_STEPS.get(file, ())), f"{file} › {step}: EXERCISE_STEPS"
+    check_secrets(at, f"{file} › {step}")
+
+
+@pytest.mark.parametrize(
+    ("file", "step", "params"), LINKS, ids=[f"{f}:{s}:{p}" for f, s, p in LINKS]
+)
+def test_a_link_that_sets_a_questions_own_values_keeps_its_answer(file, step, params):
+    at = run_page(file, timeout=120, step=step, **params)
+    no_exception(at)
+    assert exercises(at), (file, step, params)
+    # what each secret looks like after the reveal at such a link is the page's own choice
+    check_secrets(at, f"{file} › {step} › {params}", all_shown=False)
+
+
+def test_the_text_read_covers_try_this_boxes_expanders_and_metric_strips():
+    """What shown_text reads: a step with a Try-this box, an explanation and the metrics."""
+    at = run_page("pages/scaling.py", step="Scores to weights")
+    no_exception(at)
     text = shown_text(at)
-    for ex in exercises(at):
-        missing = [s for s in ex["secrets"] if not present(s, text)]
-        assert not missing, f"{file} › {step}: {ex['key']} revealed, but {missing} not shown"
+    assert at.metric and at.expander
+    for m in at.metric:
+        assert m.label in text and str(m.value) in text
+    tried = [m.value for m in at.markdown if m.value.startswith("- **")]  # the Try-this items
+    assert tried and all(t in text for t in tried)
+    assert all(e.label in text for e in at.expander)
+    inside = [m.value for e in at.expander for m in e.markdown]
+    assert inside and all(t in text for t in inside)
