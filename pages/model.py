@@ -485,7 +485,7 @@ def relation_exercise(rel: dict[str, core.RelationScore]) -> bool:
             guess=fig.guess_name(b.strongest),
             base=b.strongest.accuracy,
         ),
-        secret=[f"{fig.head_name(*b.best)} {b.best_accuracy:.2f}"],
+        secret=[f"{fig.heads_label(b.best_heads)} {b.best_accuracy:.2f}"],
     )
 
 
