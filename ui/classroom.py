@@ -90,6 +90,7 @@ SAY = {
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
 _STUDENT = "_ui_room_student"  # session_state: an anonymous id, to count each student once
 _SAID = "_ui_room_said"  # session_state: this run's notes about the room link
+_DOOR = "_ui_room_door"  # session_state: what the last try of a teacher's key came to
 SWEEP_S = 2.0  # how often the rooms look for teachers that have gone (ui.room.Rooms.sweep)
 CLIP_TIMES = 1000.0  # a class's numbers reach the chart within this many times the truth's size
 POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
@@ -152,6 +153,7 @@ def _drop(state: dict | None) -> None:
     if state and state.get("token"):
         rooms().close(state["code"], state["token"])
     elif state:
+        state["following"] = False  # a wake already on its way reruns nothing (_listen)
         rooms().unlisten(state["code"], _student())
 
 
@@ -253,7 +255,7 @@ def _listen(state: dict) -> None:
         state["woken"] = False
         return
     code, store = state["code"], rooms()
-    waker = wake.here(stale=lambda: store.version(code) != state["seen"])
+    waker = wake.here(stale=lambda: state["following"] and store.version(code) != state["seen"])
     state["woken"] = bool(waker and store.listen(code, _student(), waker, state["seen"]))
 
 
@@ -392,16 +394,27 @@ def _door(code: str) -> None:
     class back (rate-limited with the joins, so a key cannot be guessed either)."""
     door = st.popover("I am the teacher", icon=":material/key:", width="stretch")
     with door, st.form("_ui_room_reclaim", border=False):
-        typed = st.text_input("Teacher key", key="_ui_room_key", type="password")
-        sent = st.form_submit_button("Take the class back", type="primary")
-    if not sent:
+        st.text_input("Teacher key", key="_ui_room_key", type="password")
+        st.form_submit_button(
+            "Take the class back", type="primary", on_click=_reclaim, args=(code,)
+        )
+
+
+def _reclaim(code: str) -> None:
+    """The door's callback, before the run it starts: that run is the teacher's."""
+    state = _state()
+    if not state or state.get("token"):
         return
+    typed = st.session_state.pop("_ui_room_key", "")
+    following = state["following"]
+    _drop(state)  # a follower no more: the reclaim's wake must not rerun this page
     got = rooms().reclaim(code, normal_key(typed) or "", _client(), wake.presence())
     if isinstance(got, Opened):
-        _drop(_state())  # a follower no more
         _teach(got, show_key=False)
-        st.rerun()
-    st.warning(SAY["slow"].format(s=got.wait_s) if got.slow else SAY["wrong_key"])
+        return
+    state["following"] = following  # a wrong key: the page goes on as it was
+    _listen(state)
+    st.session_state[_DOOR] = SAY["slow"].format(s=got.wait_s) if got.slow else SAY["wrong_key"]
 
 
 def _key_box(state: dict) -> None:
@@ -419,8 +432,9 @@ def _show_key(show: bool) -> None:
 
 def banner() -> None:
     """Under the page title: notes about the room link, and where this session stands."""
-    for message in st.session_state.pop(_SAID, []):
-        st.warning(message, icon=":material/groups:")
+    for message in [*st.session_state.pop(_SAID, []), st.session_state.pop(_DOOR, "")]:
+        if message:
+            st.warning(message, icon=":material/groups:")
     state = _state()
     if state is None:
         return

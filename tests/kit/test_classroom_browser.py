@@ -1,18 +1,23 @@
-"""Class mode in Chromium (issue 23): a teacher and two students in separate browser
-contexts, on one server. The students follow, one takes the wheel and stops following,
-rejoins and snaps back; a question's answers are counted; a student cannot drive."""
+"""Class mode in Chromium (issues 23 and 40): a teacher and two students in separate
+browser contexts, on one server. The students follow, one takes the wheel and stops
+following, rejoins and snaps back; a question's answers are counted; a student cannot
+drive. The teacher's tab reloads: the class is told within seconds, and the teacher's key
+takes the class back in the reloaded tab."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
 from tests.support.browser import SIDEBAR_SLIDERS, open_page, settle, wait_idle
+from ui.room import CODE_LEN, KEY_LEN
 
 pytestmark = pytest.mark.browser
 FOLLOWING = "Following the teacher"
 EXPLORING = "You are exploring on your own"
+GONE = "Your teacher's page has closed"
 
 
 def params(page) -> dict[str, str]:
@@ -49,7 +54,7 @@ def test_a_class_follows_its_teacher(server_url, browser):
     pages = [teacher]
     try:
         code = params(teacher)["room"]
-        assert len(code) == 4 and "token" not in teacher.url
+        assert len(code) == CODE_LEN and "token" not in teacher.url
         students = []
         for _ in range(2):
             page, errs = open_page(browser, f"{server_url}/?room={code}")
@@ -106,7 +111,7 @@ def test_a_class_follows_its_teacher(server_url, browser):
             box = page.locator('[data-testid="stForm"]').first
             page.get_by_text("Your teacher put this question").wait_for(timeout=15_000)
             box.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
-            box.get_by_role("button", name="Reveal").click()
+            box.locator('[data-testid="stFormSubmitButton"] button').click()  # its words vary
             page.get_by_text("Your answer is in").wait_for(timeout=10_000)
             assert page.get_by_text("What the class predicted").count() == 0
         teacher.get_by_text("2 answers so far").wait_for(timeout=10_000)
@@ -124,6 +129,62 @@ def test_a_class_follows_its_teacher(server_url, browser):
         for page in students:
             page.get_by_text(f"The class {code} has ended").wait_for(timeout=10_000)
             assert page.get_by_text(FOLLOWING).count() == 0
+        assert not errors
+    finally:
+        for page in pages:
+            page.context.close()
+
+
+def teacher_key(page) -> str:
+    """The key the teacher's page shows once, when the room opens."""
+    text = page.get_by_text("Your teacher key is").inner_text(timeout=15_000)
+    return re.search(rf"is ([A-Z0-9]{{{KEY_LEN}}})", text).group(1)
+
+
+def test_a_teacher_who_reloads_takes_the_class_back_with_the_key(server_url, browser):
+    teacher, errors = open_page(
+        browser, f"{server_url}/masks?present=1&room=new", width=1600, height=1000
+    )
+    pages = [teacher]
+    try:
+        code, key = params(teacher)["room"], teacher_key(teacher)
+        assert key not in teacher.url
+        student, errs = open_page(browser, f"{server_url}/?room={code}")
+        errors += errs
+        pages.append(student)
+        student.wait_for_url("**/masks?*", timeout=15_000)
+        student.get_by_text(FOLLOWING).wait_for(timeout=15_000)
+
+        # the teacher's tab reloads: its session ends, the class is told within seconds
+        teacher.reload()
+        wait_idle(teacher)
+        student.get_by_text(GONE).wait_for(timeout=15_000)
+        assert student.get_by_text(FOLLOWING).count() == 0
+        assert teacher.get_by_role("button", name=f"Class {code}").count() == 0  # follows
+
+        # the key takes the class back in the reloaded tab
+        teacher.get_by_role("button", name="I am the teacher").click()
+        teacher.get_by_label("Teacher key").fill(key.lower())
+        teacher.get_by_role("button", name="Take the class back").click()
+        teacher.get_by_role("button", name=f"Class {code}").wait_for(timeout=15_000)
+        student.get_by_text(FOLLOWING).wait_for(timeout=15_000)
+        assert student.get_by_text(GONE).count() == 0
+
+        # and drives it again: the student takes the teacher's next move
+        wait_idle(teacher)
+        slider = teacher.locator('[data-testid="stMain"] [data-testid="stSlider"] input').first
+        if not slider.is_visible():
+            teacher.get_by_text("Controls", exact=True).click()
+        slider.wait_for(state="visible", timeout=15_000)
+        before = slider.input_value()
+        slider.focus()
+        teacher.keyboard.press("ArrowRight")
+        wait_idle(teacher)
+        moved = slider.input_value()
+        assert moved != before
+        wait_param(student, "tokens", moved)  # the slider's URL name (ui.slider's key)
+        for page in pages:
+            assert page.locator('[data-testid="stException"]').count() == 0
         assert not errors
     finally:
         for page in pages:
