@@ -124,6 +124,11 @@ def pruning() -> dict:
     return core.shipped_pruning()
 
 
+@ui.cache_resource(max_entries=1, show_spinner=False)
+def pruning_checks() -> dict:
+    return core.shipped_checks()
+
+
 def special_positions(name: str, tokens: list[str]) -> list[int]:
     specials = set(loaded(name).tokenizer.all_special_tokens)
     return [i for i, t in enumerate(tokens) if t in specials]
@@ -668,11 +673,47 @@ def pruning_step(s: Settings) -> None:
             triples=len(core.similarity_triples()),
         )
     )
-    k, H = 6, loaded(s.model).n_heads
+    ui.try_this(pruning_tries(curve, order, loaded(s.model).n_heads))
+
+
+def pruning_tries(curve: list[float], order: list[tuple[int, int]], H: int):
+    """Six heads off by importance, and one whole layer off (assets/model_pruning_checks)."""
+    k = 6
     first = ", ".join(fig.head_name(*x) for x in order[:k])
     way = W("word.up") if curve[k] > curve[0] else W("word.down")
-    ui.try_this(
-        W.pairs("try.pruning", k=k, first=first, way=way, full=curve[0], at_k=curve[k], H=H)
+    layers = pruning_checks()["layers"]
+    up = [f"L{i} {x:.3f}" for i, x in enumerate(layers) if x > curve[0]]
+    return W.pairs(
+        "try.pruning",
+        k=k,
+        first=first,
+        way=way,
+        full=curve[0],
+        at_k=curve[k],
+        H=H,
+        at_H=curve[H],
+        lo=min(layers),
+        hi=max(layers),
+        raise_=W("pruning.layer_raises", full=curve[0], raised=", ".join(up)) if up else "",
+    )
+
+
+def held_out_words() -> str:
+    """The exercise's why, with the held-out test: each half of the triples scored with
+    its own pruning order and with the other half's."""
+    a, b = pruning_checks()["halves"]
+    own, other = (a["k_own"], b["k_own"]), (a["k_other"], b["k_other"])
+    sooner = [o < i for o, i in zip(other, own, strict=True)]
+    kind = "sooner" if all(sooner) else "not_sooner" if not any(sooner) else "mixed"
+    return W(
+        "pruning.exercise.why",
+        triples=len(core.similarity_triples()),
+        half=a["triples"],
+        other_a=other[0],
+        other_b=other[1],
+        own_a=own[0],
+        own_b=own[1],
+        verdict=W(f"pruning.heldout.{kind}"),
     )
 
 
@@ -685,7 +726,7 @@ def pruning_exercise(can_go: int, n: int) -> bool:
         W("pruning.exercise.q", n=n),
         choices,
         answer,
-        W("pruning.exercise.why", triples=len(core.similarity_triples())),
+        held_out_words(),
         truth=W("pruning.exercise.truth", k=can_go, n=n),
         secret=[f"{can_go} heads", f"{can_go} of the {n}"],
     )

@@ -162,6 +162,25 @@ def test_the_highlighted_head_is_picked_from_the_student_s_sentence(minilm):
     no_exception(at)
 
 
+def test_the_pruning_step_words_the_held_out_test_and_the_layers_from_their_numbers():
+    at = _open(step="Pruning")
+    said = " ".join(m.value for m in at.markdown)
+    checks, curve = M.shipped_checks(), M.shipped_pruning()["curve"]
+    a, b = checks["halves"]
+    assert (f"let {a['k_other']} and {b['k_other']} heads go; scored with their own order, "
+            f"{a['k_own']} and {b['k_own']}.") in said  # fmt: skip
+    sooner = [h["k_other"] < h["k_own"] for h in (a, b)]
+    assert ("The two halves disagree" in said) == (any(sooner) and not all(sooner))
+    assert ("did drop sooner" in said) == all(sooner)
+    assert "on new sentences it would drop sooner" not in said
+    layers = checks["layers"]
+    assert f"leave a score of {curve[12]:.3f}" in said
+    assert f"leaves {min(layers):.3f} to {max(layers):.3f}" in said
+    up = ", ".join(f"L{i} {x:.3f}" for i, x in enumerate(layers) if x > curve[0])
+    assert up and f"*raise* the score above all heads on ({curve[0]:.3f}): {up}." in said
+    assert "cost less than any whole layer" not in said
+
+
 def test_bad_links_fall_back_with_a_note():
     bad = dict(layer="99", head="x", temperature="0", scaled="maybe", causal="2",
                ablate="L9H9", model="gpt-5")  # fmt: skip
