@@ -55,6 +55,14 @@ with a message, server peak <= 600 MB above idle per heavy job running at once.
 
 `--scenario class`: class mode, one teacher changing a control every `--every` seconds and
 `--sessions` students following (bench/classroom.py has the details).
+
+`--scenario guess`: one scripted session guessing class codes (issue 40). It speaks
+Streamlit's websocket protocol and asks for a run of `/?room=<random code>` as soon as
+the last one has finished, for `--seconds`, and counts what each run said: no such class,
+or too many tries (ui.room's per-client join limit). It prints the round trips a second
+(what one session could try with no limit), the guesses the limit let through a second,
+and from those the expected time to hit a live room with MAX_ROOMS rooms open:
+CODE_CHARS ** CODE_LEN / MAX_ROOMS guesses, at either rate.
 """
 
 from __future__ import annotations
@@ -622,6 +630,74 @@ def _class_report(a, out, jobs, busy_s, cpu, idle_rss, peak, mem) -> None:
         print("  error:", e)
 
 
+async def _guess_runs(base: str, seconds: float) -> tuple[int, dict[str, int], float]:
+    """One session asking for runs of `/?room=<random code>` back to back: (runs, what
+    the runs said, seconds taken)."""
+    import secrets
+
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    from ui import room as R
+
+    said = {"no such class": 0, "too many tries": 0, "joined": 0, "other": 0}
+    uri = "ws" + base.removeprefix("http") + "/_stcore/stream"
+    runs, t0 = 0, time.monotonic()
+    async with websockets.connect(
+        uri, subprotocols=["streamlit"], origin=base, max_size=None, ping_interval=None
+    ) as ws:
+        while time.monotonic() - t0 < seconds:
+            msg = BackMsg()
+            code = "".join(secrets.choice(R.CODE_CHARS) for _ in range(R.CODE_LEN))
+            msg.rerun_script.query_string = f"room={code}"
+            await ws.send(msg.SerializeToString())
+            text = ""
+            while True:
+                fm = ForwardMsg.FromString(await ws.recv())
+                kind = fm.WhichOneof("type")
+                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+                    el = fm.delta.new_element
+                    if el.WhichOneof("type") == "alert":
+                        text += el.alert.body
+                elif kind == "script_finished":
+                    break
+            runs += 1
+            key = ("no such class" if "There is no class" in text else
+                   "too many tries" if "Too many class codes" in text else
+                   "joined" if "Following the teacher" in text else "other")  # fmt: skip
+            said[key] += 1
+    return runs, said, time.monotonic() - t0
+
+
+async def _guess(a) -> None:
+    from ui import room as R
+
+    with B.streamlit_server() as base:
+        runs, said, took = await _guess_runs(base, a.seconds)
+    codes = len(R.CODE_CHARS) ** R.CODE_LEN
+    need = codes / R.MAX_ROOMS  # guesses, on average, until one names a live room
+    raw, let = runs / took, said["no such class"] / took
+    day = 86400.0
+    print(f"\nguessing class codes: one session, {took:.0f} s, {runs} runs")
+    for k, v in said.items():
+        print(f"  {k:<16}{v}")
+    print(f"codes: {len(R.CODE_CHARS)}^{R.CODE_LEN} = {codes:,}; {R.MAX_ROOMS} rooms open: "
+          f"{need:,.0f} guesses on average per hit")  # fmt: skip
+    print(
+        f"round trips a second (no limit)   {raw:.1f}  -> a hit every {need / raw / day:.1f} days"
+    )
+    if let:
+        print(
+            f"guesses let through a second      {let:.2f} -> a hit every "
+            f"{need / let / day:.0f} days"
+        )
+    print(
+        f"limit's long-run rate (JOIN_PER_S / MISS_COST) {R.JOIN_PER_S / R.MISS_COST:.2f} a second"
+        f" -> a hit every {need * R.MISS_COST / R.JOIN_PER_S / day:.0f} days per client"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -631,7 +707,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--think", type=float, nargs=2, default=(2.0, 6.0), metavar=("MIN", "MAX"))
     ap.add_argument("--arrive", type=float, default=30.0, help="seconds over which pages open")
-    ap.add_argument("--scenario", choices=("sliders", "run", "class"), default="sliders")
+    ap.add_argument("--scenario", choices=("sliders", "run", "class", "guess"), default="sliders")
     ap.add_argument("--budget", type=float, help="run: the server's per-job budget (s)")
     ap.add_argument("--slots", type=int, help="run: heavy jobs the server runs at once")
     ap.add_argument("--max-wait", type=float, default=1800, help="run: seconds a press may take")
@@ -642,6 +718,9 @@ def main() -> None:
         help="class: followers in Chromium, or speaking the websocket protocol themselves",
     )  # fmt: skip
     a = ap.parse_args()
+    if a.scenario == "guess":
+        asyncio.run(_guess(a))
+        return
     if a.scenario == "class":  # one teacher drives, the class follows (bench/classroom.py)
         from bench import classroom
 
