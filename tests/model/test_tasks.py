@@ -134,6 +134,16 @@ def test_similarity_auc_and_triples_count_ordered_pairs():
     assert tie.auc == pytest.approx(0.5) and tie.triples == 0.0
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_chance_is_one_half_for_both_scores(seed):
+    """What the page says of both scores: sentences placed at random score 0.5 on average."""
+    g = torch.Generator().manual_seed(seed)
+    runs = [M.Similarity(torch.rand(48, generator=g), torch.rand(48, generator=g))
+            for _ in range(200)]  # fmt: skip
+    assert sum(r.auc for r in runs) / len(runs) == pytest.approx(0.5, abs=0.02)
+    assert sum(r.triples for r in runs) / len(runs) == pytest.approx(0.5, abs=0.02)
+
+
 def test_similarity_of_the_tiny_model_matches_its_embeddings(tiny_bert):
     triples = [
         {"anchor": "the cat sat", "paraphrase": "a cat sat", "unrelated": "dog ran home"},
