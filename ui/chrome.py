@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
+from typing import NamedTuple
 
 import streamlit as st
 import torch
@@ -12,8 +14,9 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from attn_core import device_label, pick_device
 from figures import Chart
+from figures.describe import describe
 
-from . import classroom, controls, exercises, share
+from . import classroom, content, controls, exercises, share
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -142,14 +145,29 @@ def controls_area() -> Iterator[None]:
         yield
 
 
+class InWords(NamedTuple):
+    alt: str  # the chart's accessible name: its title and first data sentence
+    text: str  # the whole description, shown under the chart
+
+
+def in_words(chart: Chart) -> InWords:
+    """A chart's text alternative, computed from the numbers it draws (figures.describe);
+    a map drawn as an image is read from its table."""
+    text = describe(chart.table or chart.fig, partial(content.words, "charts"))
+    return InWords(". ".join(text.split(". ")[:2]).rstrip(".") + ".", text)
+
+
 def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
     """A chart, then the caption that says what to notice, and its data as CSV.
 
     PNG export is plotly's own toolbar (works offline). Extra keyword arguments go to
     st.plotly_chart (e.g. on_select for clickable charts)."""
     fig = share.for_projector(chart.fig) if share.presenting() else chart.fig
-    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, alt=chart.alt, **plotly_kw)
+    words = in_words(chart)
+    st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, alt=words.alt, **plotly_kw)
     st.caption(chart.caption)
+    with st.expander(content.words("charts", "expander"), icon=":material/description:"):
+        st.markdown(escape(words.text, 6000))
     title = chart.fig.layout.title.text or "chart"
     st.download_button(
         "Data (CSV)",

@@ -11,7 +11,7 @@ import torch
 from attn_core import DTYPES, FILLS, apply_fill, build_mask, demo_qkv, fill_outcomes
 from attn_core.lessons.masks import min_fill_overflow, stored_fill
 from figures import masks as fig
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import explanations, no_exception, run_page
 
 PAGE = "pages/masks.py"
 
@@ -160,7 +160,7 @@ def test_empty_row_notice_follows_the_fill_and_precision():
 def test_fill_explanation_and_help_numbers_are_float16s_own():
     at = run_page(PAGE, reveal=True, step="Fill")
     no_exception(at)
-    body = at.expander[0].markdown[0].value
+    body = explanations(at)[0].markdown[0].value
     top = torch.finfo(torch.float16).max
     assert f"tops out at {top:,.0f}" in body
     low = torch.tensor(torch.finfo(torch.float16).min, dtype=torch.float16)

@@ -6,6 +6,7 @@ import pytest
 from attn_core.lessons.masks import MAX_EXAMPLES
 from tests.support.apptest import (
     all_specs,
+    explanations,
     no_exception,
     plotly_specs,
     run_page,
@@ -44,7 +45,7 @@ def test_defaults_open_the_first_step_only():
     assert not warnings(at)
     assert titles(at) == STEP_TITLES["Mask"]  # a closed step sends nothing
     assert "Try this" in " ".join(md.value for md in at.markdown)
-    assert not at.metric and not at.expander
+    assert not at.metric and not explanations(at)
 
 
 def test_every_step_shows_its_own_charts_and_all_charts_appear():
@@ -59,7 +60,7 @@ def test_every_step_shows_its_own_charts_and_all_charts_appear():
     weights, fill, cross, bug, cost = runs[1:]
     assert metric(weights, "Fill as float32") == "−inf"
     assert metric(weights, "Rows that came out NaN") == "0"
-    assert len(fill.expander) == 1 and len(bug.expander) == 1  # the two explanations
+    assert len(explanations(fill)) == 1 and len(explanations(bug)) == 1  # the two explanations
     assert cross.slider(key="T_q").value == 6
     # default lab: B = T_q = 6: the silent bug (the step's point), and the loud case named
     assert not [e for e in bug.error if not e.value.startswith(("Not quite", "Computed"))]

@@ -6,6 +6,7 @@ from attn_core.lessons.multi_head import value_width_walkthrough
 from tests.support.apptest import (
     all_specs,
     chart_titles,
+    explanations,
     no_exception,
     plotly_specs,
     run_page,
@@ -81,7 +82,7 @@ def test_every_step_shows_its_own_charts_and_all_charts_appear():
     # two heads keep cat and tired apart
     assert any("[4, 0 | 0, 4]" in t for t in chart_titles(cat))
     assert _metric(diversity, "Output moved by") == "0.0%"
-    assert sum(len(r.expander) for r in runs) == 2  # why .view fails; untrained vs trained
+    assert sum(len(explanations(r)) for r in runs) == 2  # why .view fails; untrained vs trained
 
 
 def test_a_step_follows_the_link_and_a_bad_one_falls_back_with_a_note():

@@ -7,6 +7,7 @@ from attn_core.lessons import scaling as core
 from attn_core.lessons.scaling import row_median
 from tests.support.apptest import (
     all_specs,
+    explanations,
     no_exception,
     plotly_specs,
     run_page,
@@ -60,7 +61,7 @@ def test_defaults_show_every_stage_scaled_and_healthy():
     assert m[LEAD] == f"{row_median(lead):.3g}"
     assert "Try this" in " ".join(md.value for md in at.markdown)
     # variance, iid caveat, saturated gradient, initialisation
-    assert sum(len(r.expander) for r in runs) == 4
+    assert sum(len(explanations(r)) for r in runs) == 4
 
 
 def test_unscaled_d_k_64_saturates_and_the_gradient_collapses():

@@ -124,3 +124,11 @@ def verdicts(at: AppTest) -> tuple[list[str], list[str]]:
     ok = [s.value for s in at.success if s.value.startswith(("Right", "Close enough"))]
     bad = [e.value for e in at.error if e.value.startswith(("Not quite", "Computed"))]
     return ok, bad
+
+
+CHART_WORDS = "Chart in words"  # ui.show's box under every chart (content/charts.md)
+
+
+def explanations(at: AppTest) -> list:
+    """The page's expanders other than the "Chart in words" box every chart has."""
+    return [e for e in at.expander if e.label != CHART_WORDS]
