@@ -160,7 +160,7 @@ def controls() -> Settings:
     tokens (each later step has its own controls, inside it); their notes show above the
     steps, so on every step."""
     with ui.controls_area():
-        st.markdown("#### Scoring and Cosine")
+        st.markdown("### Scoring and Cosine")
         ui.used_by("step", STEPS, ("Scoring", "Cosine"))
         tau = ui.log_slider(
             "tau", "τ — cosine temperature", 0.01, 10.0, 1.0,
@@ -201,7 +201,7 @@ def scoring_metrics(v: dict, tau: float) -> None:
 
 
 def scoring_step(s: Settings) -> None:
-    st.subheader("Five ways to score a query against a key")
+    st.header("Five ways to score a query against a key")
     words, ask = st.columns([1, 1.2], gap="large")  # the question beside what it asks about
     words.markdown(W("scoring.intro"))
     v = scoring_view(s)
@@ -218,7 +218,7 @@ def scoring_step(s: Settings) -> None:
 
 # ----------------------------------------------------------------------------- Cosine
 def cosine_step(s: Settings) -> None:
-    st.subheader("Cosine's bound: flat weights, and deaf to length")
+    st.header("Cosine's bound: flat weights, and deaf to length")
     st.markdown(W("cosine.intro"))
     v = cosine_view(s)
     c1, c2 = st.columns(2, gap="large")
@@ -311,7 +311,7 @@ def score_speed_chart(rows: tuple):
 
 
 def speed_step(_: Settings) -> None:
-    st.subheader("Why the dot product won: speed, measured here")
+    st.header("Why the dot product won: speed, measured here")
     st.markdown(W("speed.intro"))
     speed_live()
     ui.try_this(W.pairs("try.speed"))
@@ -343,7 +343,7 @@ def speed_live() -> None:
 
 # ----------------------------------------------------------------------------- Smoother
 def smoother_step(_: Settings) -> None:
-    st.subheader("Attention is a kernel smoother")
+    st.header("Attention is a kernel smoother")
     st.markdown(W("smoother.intro"))
     st.markdown(W("smoother.three"))
     smoother_live()
@@ -390,7 +390,7 @@ def attn_speed_chart(rows: tuple):
 
 
 def linear_step(_: Settings) -> None:
-    st.subheader("Softmax against linear attention, timed")
+    st.header("Softmax against linear attention, timed")
     st.markdown(W("linear.intro"))
     linear_live()
     ui.try_this(W.pairs("try.linear"))
@@ -414,7 +414,7 @@ def linear_live() -> None:
 
 # ----------------------------------------------------------------------------- Contribution
 def contribution_step(_: Settings) -> None:
-    st.subheader("Attention weights are not explanations")
+    st.header("Attention weights are not explanations")
     st.markdown(W("contribution.intro"))
     contribution_live()
     ui.try_this(W.pairs("try.contribution"))

@@ -170,7 +170,7 @@ def controls() -> Settings:
     here = core.device_memory_gib(dev)
     gpus = sorted(set(GPUS) | ({round(here)} if here else set()))
     with ui.controls_area():
-        st.markdown("#### Model and hardware")
+        st.markdown("### Model and hardware")
         ui.used_by("step", STEPS, ("Compute", "Memory", "KV cache", "Sweep"))
         T = ui.pow2_slider("T", "Sequence length T", 16, 131072, 1024)
         d_model = ui.select_slider(
@@ -215,7 +215,7 @@ def try_compute(d_model: int) -> list[tuple[str, str]]:
 
 
 def compute_step(s: Settings) -> None:
-    st.subheader("Compute: where the multiply–adds go")
+    st.header("Compute: where the multiply–adds go")
     p, a = model.projection_macs(s.T, s.d_model), model.attention_macs(s.T, s.d_model)
     cross = model.crossover_T(s.d_model)
     if not macs_exercise(s, p, a, cross):  # the counts and the chart answer it
@@ -278,7 +278,7 @@ def time_both(done: dict, width: int, dev: str) -> None:
 
 @st.fragment
 def parallel_step(_: Settings) -> None:
-    st.subheader("Every score at once: attention against a recurrence")
+    st.header("Every score at once: attention against a recurrence")
     st.markdown(W("parallel.intro", first=core.PARALLEL_TS[0], last=core.PARALLEL_TS[-1]))
     with ui.noting(), st.columns([2, 3])[0]:  # its note below the columns, as before
         width = ui.select_slider("width", "Width d (vectors and recurrent state)", WIDTHS, 64)
@@ -315,7 +315,7 @@ def try_memory(s: Settings) -> list[tuple[str, str]]:
 
 
 def memory_step(s: Settings) -> None:
-    st.subheader("Memory: the T×T wall")
+    st.header("Memory: the T×T wall")
     fmt = model.format_bytes
     per, total = (model.attention_probs_bytes(s.batch, s.heads, s.T, s.dtype, n)
                   for n in (1, s.layers))  # fmt: skip
@@ -351,7 +351,7 @@ def try_kv(s: Settings) -> list[tuple[str, str]]:
 
 
 def kv_step(s: Settings) -> None:
-    st.subheader("The KV cache at inference: MHA, GQA, MQA")
+    st.header("The KV cache at inference: MHA, GQA, MQA")
     mha, gqa, mqa = (model.kv_cache_bytes(s.batch, s.T, s.layers, n, s.d_head, s.dtype)
                      for n in (s.heads, s.kv_heads, 1))  # fmt: skip
     c = st.columns(3)
@@ -438,7 +438,7 @@ def run_sweep(plan, probe: Probe, status, shown) -> None:
 
 @st.fragment
 def sweep_section(s: Settings) -> None:
-    st.subheader("Measured on this device")
+    st.header("Measured on this device")
     plan = sweep_plan(s, s.heads, s.d_head)
     probe = Probe(s.heads, s.d_head, sweep_dtype(s), str(ui.device()), plan.block)
     what = W("sweep.what", heads=s.heads, d_k=s.d_head, dtype=probe.dtype, first=plan.Ts[0],
@@ -518,7 +518,7 @@ def work_exercise(w: Walk, work: int) -> None:
 
 
 def walkthrough_step(_: Settings) -> None:
-    st.subheader("FlashAttention, one tile at a time")
+    st.header("FlashAttention, one tile at a time")
     walkthrough()  # a fragment: the walkthrough's controls rerun only it
     ui.try_this(W.pairs("try.walkthrough"))
     ui.explain("The online softmax in three lines", W("explain.online"), expanded=True)

@@ -280,7 +280,7 @@ def sequence_header(s: Settings) -> None:
 
 
 def maps_step(s: Settings) -> None:
-    st.subheader("What every head looks at")
+    st.header("What every head looks at")
     a, names = analyse(s.ids), shipped().names
     # the asked head's map would show the answer: blank until the reveal
     asking = core.induction_probe(torch.tensor(s.ids)) is not None
@@ -333,12 +333,12 @@ def look_exercise(ids, labels, a, names) -> bool:
 
 
 def scores_step(s: Settings) -> None:
-    st.subheader("Each head's two scores")
+    st.header("Each head's two scores")
     ui.show(scores_chart(s.ids))
 
 
 def loss_step(s: Settings) -> None:
-    st.subheader("Where the model is sure of the next token")
+    st.header("Where the model is sure of the next token")
     ui.show(loss_chart(s.ids, s.labels, s.ablate))
 
 
@@ -347,7 +347,7 @@ def loss_step(s: Settings) -> None:
 
 def switch_off_step(s: Settings) -> None:
     """Each head off alone (bars), the user's selection (metric, loss line), a question."""
-    st.subheader("Switch heads off")
+    st.header("Switch heads off")
     sh = shipped()
     if not knockout_exercise(s.ids, analyse(s.ids), sh):  # the bars rank the heads: the answer
         ui.until_reveal(W("switch_off.hidden"))
@@ -408,7 +408,7 @@ def knockout_exercise(ids, a, sh: Shipped) -> bool:
 
 
 def contribution_step(s: Settings) -> None:
-    st.subheader("Attention is not contribution")
+    st.header("Attention is not contribution")
     ui.show(scatter_chart(s.ids))
 
 
@@ -416,7 +416,7 @@ def contribution_step(s: Settings) -> None:
 
 
 def train_step(s: Settings) -> None:
-    st.subheader("Train it live")
+    st.header("Train it live")
     sh = shipped()
     live_section(s.seed, sh.run)
     ui.explain("Specialisation is the intent, not a guarantee", caveat(sh))

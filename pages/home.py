@@ -82,7 +82,7 @@ def run() -> None:
 
     first_look()
 
-    st.subheader("The lesson, one question per page")
+    st.header("The lesson, one question per page")
     for i, lesson in enumerate(ui.available()[1:], start=1):
         st.page_link(
             lesson.file, label=f"{i}. {lesson.title} — {lesson.question}", icon=lesson.icon
@@ -105,7 +105,7 @@ def controls(left) -> Settings:
 @st.fragment
 def first_look() -> None:
     """The live demo; a fragment, so moving its controls reruns only this part."""
-    st.subheader("A first look")
+    st.header("A first look")
     left, right = st.columns([1, 2], gap="large")
     s = controls(left)
     w, typical_max, logit_sd, n_hot = demo_weights(s)

@@ -342,7 +342,7 @@ def shape_options(kind: str, T: int) -> dict:
 def controls() -> Settings:
     """The controls every step reads; a step's own controls sit inside that step."""
     with ui.controls_area():
-        st.subheader("Mask")
+        st.header("Mask")
         ui.used_by("step", STEPS, [s for s in STEPS if s != "Cost"])
         kind = ui.selectbox("mask", "Mask type", core.MASK_KINDS, "causal")
         T = ui.slider("tokens", "Tokens T", 2, 48, 8)
@@ -350,7 +350,7 @@ def controls() -> Settings:
         lengths = lengths_control(kind, T)
         more, custom = mask_options(kind, T, lengths)
         example = ui.radio("example", "Example shown", range(len(lengths)), 0)
-        st.subheader("Fill and precision")
+        st.header("Fill and precision")
         ui.used_by("step", STEPS, ("Mask", "Weights", "Fill"))
         fill = ui.radio("fill", "Fill for forbidden logits", core.FILLS, "-inf", help=FILL_HELP)
         dtype = ui.radio("dtype", "Precision", list(DTYPES), "float32")
@@ -437,7 +437,7 @@ def try_fill(s: Settings) -> list[tuple[str, str]]:
 
 # ----------------------------------------------------------------------------- the steps
 def mask_step(s: Settings) -> None:
-    st.subheader("The mask and the masked logits")
+    st.header("The mask and the masked logits")
     m = main_view(s.view)
     mask = mask_chart(s.spec, s.example)
     left, right = st.columns(2)
@@ -462,7 +462,7 @@ def mask_step(s: Settings) -> None:
 
 
 def weights_step(s: Settings) -> None:
-    st.subheader("The weights: a plain softmax against the safe path")
+    st.header("The weights: a plain softmax against the safe path")
     m = main_view(s.view)
     a, b, d, e = st.columns(4)
     a.metric(f"Fill as {s.dtype} stores it", fmt_value(m["stored"]))
@@ -491,7 +491,7 @@ def explain_fill() -> str:
 
 
 def fill_step(s: Settings) -> None:
-    st.subheader("The fill value: −inf, −1e9, finfo.min or −1e4?")
+    st.header("The fill value: −inf, −1e9, finfo.min or −1e4?")
     if empty_row_exercise(s):  # the grid shows what every fill gives: the answer
         ui.show(fill_chart(s.spec, s.logit_size, s.fill, s.dtype))
     else:
@@ -502,7 +502,7 @@ def fill_step(s: Settings) -> None:
 @st.fragment
 def cross_step(s: Settings) -> None:
     """Its own fragment: T_q reruns this step only."""
-    st.subheader("Cross-attention: padding on the keys only")
+    st.header("Cross-attention: padding on the keys only")
     left, right = st.columns([3, 2], vertical_alignment="center")
     with right:
         with ui.noting():
@@ -534,7 +534,7 @@ def bug_outcome(B: int, T_q: int, s: Settings, answered: bool, bug: list) -> Non
 @st.fragment
 def bug_step(s: Settings) -> None:
     """Its own fragment: B and T_q rerun this step only."""
-    st.subheader("The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
+    st.header("The broadcasting bug: a (B, T_k) mask on (B, h, T_q, T_k) scores")
     code, knobs = st.columns([1.4, 1], vertical_alignment="center")  # the line, and its shapes
     with ui.noting():
         with knobs:
@@ -579,7 +579,7 @@ def cost_metrics(cost) -> None:
 @st.fragment
 def cost_step(_: Settings) -> None:
     """Its own fragment: the timing's T and its button rerun this step only."""
-    st.subheader("`is_causal=True` or a materialised causal mask?")
+    st.header("`is_causal=True` or a materialised causal mask?")
     left, _ = st.columns([2, 3])
     with ui.noting(), left:
         T = ui.select_slider("T_time", "T for the timing", [256, 512, 1024, 2048], 1024)

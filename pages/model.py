@@ -369,7 +369,7 @@ def input_header(s: Settings) -> None:
 
 
 def heads_step(s: Settings) -> None:
-    st.subheader(W("heads.title"))
+    st.header(W("heads.title"))
     ui.show(mosaic_chart(s))
     ui.show(head_chart(s))
     pick = pick_head(s.model, s.text, s.text_b)
@@ -427,7 +427,7 @@ def pick_words(name: str, p: Pick) -> str:
 
 
 def roles_step(s: Settings) -> None:
-    st.subheader(W("roles.title"))
+    st.header(W("roles.title"))
     ui.show(fig.role_maps(roles(s.model, s.text, s.text_b, s.knobs)))
     if loaded(s.model).kind != "encoder":
         st.info(W("roles.decoder"))
@@ -517,7 +517,7 @@ def verdict(rel: dict[str, core.RelationScore]) -> str:
 
 
 def contribution_step(s: Settings) -> None:
-    st.subheader(W("contribution.title"))
+    st.header(W("contribution.title"))
     ui.show(contribution_chart(s))
     fewer = sink_heads(s)
     ui.explain(
@@ -560,7 +560,7 @@ def knob_measures(s: Settings, knobs: Knobs) -> dict[str, float]:
 
 
 def knobs_step(s: Settings) -> None:
-    st.subheader(W("knobs.title"))
+    st.header(W("knobs.title"))
     if not s.changed and not scale_exercise(s):
         ui.until_reveal(W("knobs.hidden"))
         return
@@ -643,7 +643,7 @@ def scale_exercise(s: Settings) -> bool:
 
 
 def pruning_step(s: Settings) -> None:
-    st.subheader(W("pruning.title"))
+    st.header(W("pruning.title"))
     if s.model != core.MINILM:
         st.info(W("pruning.other", model=core.MINILM))
         return

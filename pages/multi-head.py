@@ -320,7 +320,7 @@ def metrics(s: Settings, *, held: bool = False) -> None:
 
 
 def heads_step(s: Settings) -> None:
-    st.subheader("Every head at once")
+    st.header("Every head at once")
     grid, focus = heads_view(s)
     ui.show(grid)
     ui.show(focus)
@@ -330,7 +330,7 @@ def heads_step(s: Settings) -> None:
 
 @st.fragment
 def outputs_step(s: Settings) -> None:
-    st.subheader("What each head hands back, and the concatenation")
+    st.header("What each head hands back, and the concatenation")
     if st.session_state.get("head", 1) > s.heads:
         st.session_state["head"] = s.heads
     with st.columns([1, 3])[0]:
@@ -344,7 +344,7 @@ def outputs_step(s: Settings) -> None:
 
 
 def reshape_section(walk) -> None:
-    st.subheader("The reshape, with live shapes")
+    st.header("The reshape, with live shapes")
     st.markdown(fg.reshape_table_md(walk.steps, W.choices("reshape.steps")))
     # the table's row that merges the heads back (the one `.view` alone cannot do)
     merge_step = next(i for i, s in enumerate(walk.steps, 1) if s.key == "merge")
@@ -377,7 +377,7 @@ def value_width_text(walk) -> str:
 
 
 def value_width_section(s: Settings) -> None:
-    st.markdown("##### Values can have their own width: d_v")
+    st.markdown("### Values can have their own width: d_v")
     with st.columns([2, 3])[0]:
         d_v = ui.slider("d_v", "d_v — width of each head's values", 1, 128, 32)
     walk = value_width_view(s.d_model, s.heads, s.T, d_v)
@@ -393,7 +393,7 @@ def reshape_step(s: Settings) -> None:
 
 
 def cost_step(s: Settings) -> None:
-    st.subheader("What heads cost")
+    st.header("What heads cost")
     params_md, kv_md, _ = cost_view(s.d_model, s.heads, s.kv_heads, s.T)
     if params_exercise(s.d_model, s.heads):
         st.markdown(params_md)
@@ -417,7 +417,7 @@ def cat_concat(a1: float, a2: float):
 
 @st.fragment
 def tired_cat() -> None:
-    st.subheader("Why not one head? “The tired cat sat”")
+    st.header("Why not one head? “The tired cat sat”")
     st.markdown(W("cat.intro", v_cat=fg.vec(core.V_CAT), v_tired=fg.vec(core.V_TIRED)))
     one, two = st.columns(2, gap="large")
     with one:
@@ -471,7 +471,7 @@ def trained_text(curve) -> str:
 
 
 def diversity_step(s: Settings) -> None:
-    st.subheader("Are the heads different? Diversity and pruning")
+    st.header("Are the heads different? Diversity and pruning")
     chart = st.container()  # drawn once the MQA question is known to be revealed
     mqa = mqa_exercise(s)
     with chart:

@@ -137,7 +137,7 @@ def alibi_chart(h: int, T: int):
 # ----------------------------------------------------------------------------- the controls
 def controls() -> Settings:
     with ui.controls_area():
-        st.subheader("Tokens and heads")
+        st.header("Tokens and heads")
         T = ui.slider("T", "Tokens T", T_MIN, T_MAX, 16)
         d_k = ui.pow2_slider("d_k", "d_k — width of q and k", 8, 128, 64)
         base = ui.log_slider("base", "RoPE base θ", 100.0, 1_000_000.0, 10_000.0)
@@ -148,7 +148,7 @@ def controls() -> Settings:
 
 # ----------------------------------------------------------------------------- the steps
 def order_step(s: Settings) -> None:
-    st.subheader("Can attention alone see order?")
+    st.header("Can attention alone see order?")
     st.markdown(W("order.body", T=s.T, d=s.d_k))
     m = moves(s.T, s.d_k, s.seed)
     none, causal, rope = (
@@ -187,7 +187,7 @@ def order_exercise(s: Settings, answer: str, none: float, causal: float) -> bool
 
 
 def added_step(s: Settings) -> None:
-    st.subheader("Added codes: position mixed into the token")
+    st.header("Added codes: position mixed into the token")
     st.markdown(W("added.body"))
     kinds = W.choices("added.kinds")
     with ui.noting():
@@ -206,7 +206,7 @@ def added_step(s: Settings) -> None:
 @st.fragment
 def rope_step(s: Settings) -> None:
     """Its own fragment: the pair shown reruns this step only."""
-    st.subheader("RoPE: rotate q and k, and the score sees only the distance")
+    st.header("RoPE: rotate q and k, and the score sees only the distance")
     st.markdown(W("rope.body"))
     rope_s, dev = scores(s.T, s.d_k, "rope", s.seed, s.base)
     added_dev = scores(s.T, s.d_k, "sinusoidal", s.seed, s.base)[1]
@@ -252,7 +252,7 @@ def rope_exercise(s: Settings) -> bool:
 
 
 def alibi_step(s: Settings) -> None:
-    st.subheader("ALiBi: a penalty for distance, one slope per head")
+    st.header("ALiBi: a penalty for distance, one slope per head")
     slopes = core.alibi_slopes(s.h).tolist()
     st.markdown(W("alibi.body", rule=alibi_rule(s.h, slopes)))
     listed = ", ".join(_slope(x) for x in slopes)
@@ -313,7 +313,7 @@ def _slope(x: float) -> str:
 @st.fragment
 def longer_step(_: Settings) -> None:
     """Its own fragment: Train here reruns this step only."""
-    st.subheader("Beyond the training length")
+    st.header("Beyond the training length")
     data = shipped()
     task = core.CopyTask(**{k: tuple(v) if k == "lengths" else v for k, v in data["task"].items()})
     st.markdown(
@@ -392,7 +392,7 @@ def verdict(table: dict[str, dict[int, float]], task: core.CopyTask) -> str:
 
 
 def model_step(_: Settings) -> None:
-    st.subheader("In a real model: learned positions")
+    st.header("In a real model: learned positions")
     got = model_map()
     if isinstance(got, str):
         st.info(W("model.missing", why=ui.safe_text(got, 200)), icon=":material/info:")

@@ -455,7 +455,7 @@ def two_key_chart(seq: Seq, typical_gap: float):
 def controls() -> Settings:
     """The sidebar; its link notes (and an overflow's) show on the page right below it."""
     with ui.controls_area():
-        st.subheader("Controls", divider="gray")
+        st.header("Controls", divider="gray")
         d_k = ui.pow2_slider("d_k", "d_k — width of each query and key", 1, 1024, 64)
         tokens = ui.slider("tokens", "Tokens in the sequence (T)", 2, 64, 12)
         scaled = ui.toggle("scaled", "Divide the scores by √d_k", True)
@@ -520,7 +520,7 @@ def typical_gap(s: Settings) -> float:
 
 
 def scores_step(s: Settings) -> None:
-    st.subheader("From scores to weights, one sequence")
+    st.header("From scores to weights, one sequence")
     for col, chart in zip(st.columns([1, 1, 1, 0.8]), stage_charts(s), strict=True):
         with col:
             ui.show(chart)
@@ -529,16 +529,16 @@ def scores_step(s: Settings) -> None:
 
 def spread_step(s: Settings) -> None:
     histogram, variance = distribution_charts(s.d_k, s.scaled, s.temperature, s.draw)
-    st.subheader("How wide are the logits?")
+    st.header("How wide are the logits?")
     ui.show(histogram)
     ui.explain(W("explain.variance.title"), W("explain.variance"))
-    st.subheader("Variance against d_k")
+    st.header("Variance against d_k")
     ui.show(variance)
     ui.explain(W("explain.iid.title"), W("explain.iid", **iid_excess()))
 
 
 def saturation_step(s: Settings) -> None:
-    st.subheader("…and softmax saturates")
+    st.header("…and softmax saturates")
     for col, chart in zip(st.columns(2), saturation_charts(s), strict=True):
         with col:
             ui.show(chart)
@@ -565,13 +565,13 @@ def jacobian_section(s: Settings) -> None:
 
 
 def jacobian_step(s: Settings) -> None:
-    st.subheader("The gradient dies: softmax's Jacobian")
+    st.header("The gradient dies: softmax's Jacobian")
     jacobian_section(s)
     ui.explain(W("explain.saturated.title"), W("explain.saturated"))
 
 
 def two_keys_step(s: Settings) -> None:
-    st.subheader("Two keys, in numbers")
+    st.header("Two keys, in numbers")
     ui.show(two_key_chart(s.seq, typical_gap(s)))
     t = training_start(training_dk(s.d_k)) | {"asked": s.d_k}
     ui.explain(W("explain.init.title"), init_story(t))
@@ -661,7 +661,7 @@ def jacobian_exercise(seq: Seq, c: dict) -> None:
 
 def check_step(s: Settings) -> None:
     """Predict, then reveal: three questions about the seed's d_k, answered by attn_core."""
-    st.subheader("Check yourself")
+    st.header("Check yourself")
     st.caption(W("check.caption"))
     seq = s.seq
     c = check_numbers(seq)

@@ -280,7 +280,7 @@ def example_tries() -> dict[str, list[tuple[str, str]]]:
 
 
 def example_step(s: Settings) -> None:
-    st.subheader("A worked example you can edit")
+    st.header("A worked example you can edit")
     sumnorm = ui.toggle(
         "sumnorm",
         "Normalise by the sum of raw scores instead",
@@ -315,7 +315,7 @@ def from_example(names: list) -> None:
 
 @st.fragment
 def section_shift(names: list, scores: tuple) -> None:
-    st.subheader("Shift invariance: adding a constant changes nothing")
+    st.header("Shift invariance: adding a constant changes nothing")
     left, right = st.columns([1, 2.4], gap="large")
     with left:
         c = ui.slider("shift", "c, added to every score", -50.0, 50.0, 5.0, step=0.5)
@@ -363,7 +363,7 @@ def stability_verdict(r, dtype: str) -> None:
 
 @st.fragment
 def section_stability() -> None:
-    st.subheader("Numerical stability: exp overflows, subtracting the max does not")
+    st.header("Numerical stability: exp overflows, subtracting the max does not")
     left, right = st.columns([1, 2], gap="large")
     with left:
         offset = ui.slider("offset", "Offset added to the scores [100, 101, 102]", -850, 750, 0)
@@ -418,7 +418,7 @@ def stability_step(s: Settings) -> None:
 
 @st.fragment
 def section_temperature(names: list, scores: tuple) -> None:
-    st.subheader("Temperature: one knob from argmax to uniform")
+    st.header("Temperature: one knob from argmax to uniform")
     left, right = st.columns([2, 1], gap="large", vertical_alignment="bottom")
     with left:
         tau = ui.log_slider("temperature", "Temperature τ: softmax(s ÷ τ)", TAU_MIN, TAU_MAX, 1.0)
@@ -441,7 +441,7 @@ def temperature_step(s: Settings) -> None:
 
 @st.fragment
 def section_dropout() -> None:
-    st.subheader("Dropout on the weights: rows sum to 1 only on average")
+    st.header("Dropout on the weights: rows sum to 1 only on average")
     a, b, c = st.columns([2, 1.2, 1], gap="large")
     with a:
         p = ui.slider("dropout", "Dropout probability p", 0.0, 0.9, 0.1, step=0.05)
@@ -581,7 +581,7 @@ def dropout_exercise(quiz: int, p: float) -> None:
 
 @st.fragment
 def section_check(names: list, scores: tuple) -> None:
-    st.subheader("Check yourself")
+    st.header("Check yourself")
     left, right = st.columns([1, 3], gap="large", vertical_alignment="bottom")
     with left:
         quiz = ui.number("quiz", "Question seed", 0, 9999, 0)

@@ -270,7 +270,7 @@ def lab(s: Settings) -> None:
 def rows_step(s: Settings) -> None:
     """Step 0 in numbers, and who still passes gradient back, before and after training."""
     a0, b0 = step0(s.d_k, s.init_std, s.seed)
-    st.subheader("Row by row: who still passes gradient back")
+    st.header("Row by row: who still passes gradient back")
     cols = st.columns(4)
     help0 = "Measured on the first training batch, before any update."
     cols[0].metric("Step 0 largest weight, scaled", f"{a0.max_weight[0]:.2f}", help=help0)
@@ -350,7 +350,7 @@ def exercises(a0, b0, d_k: int, init_std: float, seed: int) -> None:
 def predict_step(s: Settings) -> None:
     """Three questions about the start, answered from the cached step-0 runs."""
     a0, b0 = step0(s.d_k, s.init_std, s.seed)
-    st.subheader("Before any training: predict, then reveal")
+    st.header("Before any training: predict, then reveal")
     st.caption(W("predict.caption"))
     if a0.done and b0.done:  # step 0 recorded (it always is, unless the first loss blew up)
         exercises(a0, b0, s.d_k, s.init_std, s.seed)
@@ -366,7 +366,7 @@ def _lr_label(x) -> str:
 def controls() -> Settings:
     """The two runs' settings, in the sidebar (presenter mode: a closed box on the page)."""
     with ui.controls_area():
-        st.markdown("#### Both runs")
+        st.markdown("### Both runs")
         d_k = ui.pow2_slider(
             "d_k", "d_k — width of each query and key", 4, 512, DEFAULTS["d_k"],
             help="The lesson's story is about d_k = 64; try 8 and 256 too. The Heads step "
@@ -772,6 +772,7 @@ def story() -> None:
 
 
 def train_step(s: Settings) -> None:
+    st.header(W("header.train"))
     answer(references())
     lab(s)
     story()
@@ -894,7 +895,7 @@ def sweep_results(runs: list, steps: int) -> None:
 
 def heads_step(s: Settings) -> None:
     """The lesson's 'd_k below about 32 hurts', tested on this task at a fixed d_model."""
-    st.subheader(f"Head width: does d_k below {SMALL_D_K} hurt?")
+    st.header(f"Head width: does d_k below {SMALL_D_K} hurt?")
     with ui.noting():
         d_model = ui.radio(
             "d_model", "d_model — fixed; it is cut into h = d_model / d_k heads",

@@ -33,6 +33,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 SLOW_FILES = ("test_fuzz_urls.py", "test_claims.py", "test_answer.py", "test_bounded_inputs.py")
 
 
+# Files whose module-scoped fixture costs a minute (fresh training runs): their tests stay
+# on one worker, so the fixture is computed once, not once per worker.
+ONE_WORKER_FILES = ("tests/training/test_answer.py", "tests/positions/test_extrapolation.py")
+
+
 def _uses_browser(item) -> bool:
     return bool(item.get_closest_marker("browser")) or "browser" in getattr(
         item, "fixturenames", ()
@@ -45,6 +50,9 @@ def pytest_collection_modifyitems(config, items):
     xdist hands out work units in collection order, so a long group collected last
     would run alone at the end; sorting is stable, so a file keeps its own order."""
     for item in items:
+        where = item.path.relative_to(config.rootpath).as_posix()
+        if where in ONE_WORKER_FILES:
+            item.add_marker(pytest.mark.xdist_group(f"module-{where}"))
         if _uses_browser(item):
             item.add_marker(
                 pytest.mark.xdist_group(f"browser-{item.path.parent.name}-{item.path.name}")

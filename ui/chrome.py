@@ -77,6 +77,8 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     st.session_state.pop(controls._NOTED, None)  # this run's noting() blocks record again
     st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
     st.session_state.pop(exercises.EXERCISE_LOG, None)  # this run's exercises log again
+    st.html(_FOCUS_CSS)
+    st.html(_SCROLLABLE_JS, unsafe_allow_javascript=True)
     if share.presenting():
         st.html(share.PRESENT_CSS)
     else:
@@ -185,7 +187,7 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
 def try_this(items: list[tuple[str, str]]) -> None:
     """A box of experiments: (what to do, what you should see)."""
     with st.container(border=True):
-        st.markdown("##### :material/science: Try this")
+        st.markdown("### :material/science: Try this")
         st.markdown(share.where("\n".join(f"- **{do}** — {see}" for do, see in items)))
 
 
@@ -194,6 +196,92 @@ def explain(title: str, body: str, *, expanded: bool = False) -> None:
     with st.expander(title, expanded=expanded, icon=":material/lightbulb:"):
         st.markdown(body)
 
+
+_FOCUS_CSS = """
+<style>
+/* A visible focus ring on whatever the keyboard reaches (WCAG 2.4.7): Streamlit's own
+   styles drop the outline of some links and buttons. */
+a:focus-visible, button:focus-visible, [role="tab"]:focus-visible, [tabindex]:focus-visible,
+input:focus-visible, [role="slider"]:focus-visible, summary:focus-visible {
+  outline: 3px solid #0072B2 !important; outline-offset: 2px;
+}
+/* Code blocks: the highlighter's light token colours fall below 4.5:1 on the block's
+   background; darker ones of the same hue. */
+[data-testid="stCode"] .token.boolean, [data-testid="stCode"] .token.number,
+[data-testid="stCode"] .token.constant { color: #8A4B00 !important; }
+[data-testid="stCode"] .token.comment, [data-testid="stCode"] .token.prolog,
+[data-testid="stCode"] .token.punctuation { color: #5F6B7A !important; }
+[data-testid="stCode"] .token.string, [data-testid="stCode"] .token.char,
+[data-testid="stCode"] .token.attr-value { color: #1F7A3A !important; }
+[data-testid="stCode"] .token.keyword, [data-testid="stCode"] .token.operator,
+[data-testid="stCode"] .token.builtin { color: #0B5CA8 !important; }
+[data-testid="stCode"] .token.function, [data-testid="stCode"] .token.class-name,
+[data-testid="stCode"] .token.decorator { color: #8E3C9E !important; }
+</style>
+"""
+
+# A box that scrolls sideways (a wide formula or table on a phone) must be reachable by
+# keyboard (WCAG 2.1.1; axe's scrollable-region-focusable): each gets tabindex=0 and a
+# name. Installed once per browser tab; it watches the page as runs redraw it.
+_SCROLLABLE_JS = """
+<script>
+(() => {
+  if (window.__attnScrollables) return;
+  window.__attnScrollables = true;  // tests call window.__attnMarkScrollables() before axe
+  const mark = () => {
+    for (const el of document.querySelectorAll(
+        '.katex-display, [data-testid="stTable"] div, [data-testid="stMarkdownContainer"] pre')) {
+      const wide = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+      const css = getComputedStyle(el);
+      const scrolls = /(auto|scroll)/.test(css.overflowX + css.overflowY);
+      if (wide && scrolls && !el.hasAttribute("tabindex")) {
+        el.setAttribute("tabindex", "0");
+        el.setAttribute("role", "region");
+        el.setAttribute("aria-label", "Scrolls sideways: "
+          + (el.innerText || el.textContent || "").trim().slice(0, 60));
+      }
+    }
+  };
+  // Beside plotly's PNG button, one for SVG (vector, for papers and slides): it clicks
+  // the PNG button with the chart's image format set to SVG for that one click.
+  const svgButtons = () => {
+    const pngs = '.modebar-btn[data-title="Download plot as a PNG"]';
+    for (const png of document.querySelectorAll(pngs)) {
+      if (png.parentElement.querySelector(".attn-svg")) continue;
+      const a = document.createElement("a");
+      a.className = "modebar-btn attn-svg";
+      a.setAttribute("rel", "tooltip");
+      a.setAttribute("role", "button");
+      a.setAttribute("tabindex", "0");
+      a.setAttribute("data-title", "Download plot as an SVG (vector)");
+      a.setAttribute("aria-label", "Download plot as an SVG (vector)");
+      a.textContent = "SVG";  // (markup in this script would be sanitised away)
+      a.style.font = "700 11px sans-serif";
+      a.style.padding = "3px 4px";
+      const save = (e) => {
+        e.preventDefault();
+        const gd = a.closest(".js-plotly-plot");
+        const opts = gd && gd._context && gd._context.toImageButtonOptions;
+        if (!opts) return;
+        const was = opts.format;
+        opts.format = "svg";  // plotly reads it when the click starts
+        try { png.click(); } finally { opts.format = was; }
+      };
+      a.addEventListener("click", save);
+      a.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") save(e); });
+      png.after(a);
+    }
+  };
+  const mark_all = () => { mark(); svgButtons(); };
+  window.__attnMarkScrollables = mark_all;
+  let due = null;
+  new MutationObserver(() => { clearTimeout(due); due = setTimeout(mark_all, 200); })
+    .observe(document.body, {childList: true, subtree: true});
+  window.addEventListener("resize", () => { clearTimeout(due); due = setTimeout(mark_all, 200); });
+  mark_all();
+})();
+</script>
+"""
 
 # Run once where the run asked for it (ui.controls.scroll_to): the page's scroller (stMain)
 # to its top, or to the open step's first chart or exercise, near the top of the screen,

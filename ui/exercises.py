@@ -56,7 +56,7 @@ def until_reveal(what: str) -> None:
 
 def _box(key: str, question: str):
     box = st.container(border=True, key=f"predict-{key}")
-    box.markdown(f"##### :material/quiz: Predict, then reveal\n{question}")
+    box.markdown(f"### :material/quiz: Predict, then reveal\n{question}")
     return box
 
 

@@ -12,7 +12,9 @@ import streamlit as st
 # The link box runs in a same-origin iframe and reads the parent page's address every
 # half second, so it stays right even after a fragment-only rerun changed the URL.
 _LINK_HTML = """
-<style>body { margin: 0; }</style>
+<style>body { margin: 0; padding: 3px; }
+  input:focus-visible, button:focus-visible { outline: 3px solid #0072B2; outline-offset: 1px; }
+</style>
 <div style="display:flex;gap:.5rem;align-items:center;font-family:sans-serif">
   <input id="u" readonly aria-label="Link to this view"
          style="flex:1;min-width:0;font-size:14px;padding:6px 8px;border:1px solid #c8ced6;

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.apptest import page_steps
+from tests.support.axe import audit
 from tests.support.browser import click_and_wait_run, open_page, reveal_held_back, wait_idle
 from ui.lesson import available
 from ui.share import PROJECTOR_MIN_PX
@@ -88,15 +89,18 @@ def test_presenter_mode_at_720p_opens_every_step_on_its_chart(server_url, browse
         browser, f"{server_url}/{lesson.url_path}?present=1", width=1280, height=height
     )
     try:
-        late = []
+        late, axe = [], {}
         for i, step in enumerate(page_steps(lesson.file)):
             if i:
                 click_and_wait_run(page, page.get_by_role("tab", name=step, exact=True))
             assert page.locator(EXCEPTION).count() == 0, f"step {step}: an exception"
+            if bad := audit(page):  # WCAG 2.2 AA in presenter mode too (issue 42)
+                axe[step or "the page"] = [str(v) for v in bad]
             top = _first_top(page)
             if top is not None and top >= height:
                 late.append(f"{step or 'the page'}: {top:.0f} px")
         assert not late, f"the first chart starts below 720 px on: {late}"
+        assert not axe, axe
         assert not errors, errors
     finally:
         page.context.close()

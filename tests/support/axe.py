@@ -38,6 +38,9 @@ def _script() -> str:
 
 def audit(page) -> list[Violation]:
     """axe's violations on the page as it is drawn now."""
+    # ui.chrome marks sideways-scrolling boxes focusable 200 ms after the page changes;
+    # mark them now, so the audit does not race that timer
+    page.evaluate("() => window.__attnMarkScrollables && window.__attnMarkScrollables()")
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.evaluate(_script())
     options = {"runOnly": {"type": "tag", "values": TAGS}, "resultTypes": ["violations"]}

@@ -243,7 +243,7 @@ def test_the_heads_step_waits_for_its_button_and_binds_d_model():
     at = run_page(PAGE, step="Heads")
     no_exception(at)
     assert not warnings(at)
-    assert [h.value for h in at.subheader] == ["Head width: does d_k below 32 hurt?"]
+    assert [h.value for h in at.header] == ["Head width: does d_k below 32 hurt?"]
     assert at.radio(key="d_model").value == 64
     assert "Train the 4 head counts" in [b.label for b in at.button]
     assert not plotly_specs(at)  # nothing trains before the press

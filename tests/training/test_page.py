@@ -69,7 +69,7 @@ def test_a_link_opens_its_step_and_a_bad_step_falls_back_with_a_note():
     at = run_page(PAGE, step="Rows")
     no_exception(at)
     assert not warnings(at)
-    assert [h.value for h in at.subheader] == ["Row by row: who still passes gradient back"]
+    assert [h.value for h in at.header] == ["Row by row: who still passes gradient back"]
     assert not [b for b in at.button if b.label == "Run both"]
     at = run_page(PAGE, step="Nowhere")
     no_exception(at)
