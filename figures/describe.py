@@ -105,6 +105,13 @@ def _heatmap(tr: Any, fig: go.Figure, say: Say) -> list[str]:
     ]  # fmt: skip
     if masked:
         out.append(say("heatmap.blank", n=masked, total=z.size))
+    values = z[shown]
+    if np.isin(values, (0.0, 1.0)).all():  # a yes/no grid (a mask): count, not peaks
+        ones = (np.where(shown, z, 0) == 1).sum(axis=1)
+        counts = "; ".join(f"{_label(ys, i)}: {int(k)}" for i, k in enumerate(ones[:MAX_ROWS]))
+        out.append(say("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()),
+                       down=down, counts=counts))  # fmt: skip
+        return out
     if 1 < rows <= MAX_ROWS and cols > 1:
         peaks = []
         for i, line in enumerate(z):

@@ -56,11 +56,11 @@ def test_a_grid_is_read_out_with_its_peak_and_each_row_s_largest_value():
 
 def test_a_grid_names_its_cells_by_the_axis_tick_labels():
     fig = go.Figure(
-        go.Heatmap(z=np.eye(3, dtype=np.float32)),
+        go.Heatmap(z=np.eye(3, dtype=np.float32) * 0.5 + 0.25),
         layout=dict(xaxis=dict(tickvals=[0, 1, 2], ticktext=["the", "cat", "sat"])),
     )
     text = describe(fig, say)
-    assert "0 → the (1)" in text and "2 → sat (1)" in text
+    assert "0 → the (0.75)" in text and "2 → sat (0.75)" in text
 
 
 def test_a_tall_grid_gives_only_its_peak_not_every_row():
@@ -205,3 +205,11 @@ def test_every_drawn_chart_has_its_data_in_words(file, step):
             continue  # a map drawn as an image: its words come from its table
         assert text == describe(go.Figure(spec), say), (file, step, title)
         assert el.proto.alt and text.startswith(el.proto.alt.rstrip(".")), el.proto.alt
+
+
+def test_a_yes_no_grid_counts_its_ones_row_by_row():
+    keep = np.tril(np.ones((4, 4), np.float32))  # a causal mask
+    fig = go.Figure(go.Heatmap(z=keep), layout=dict(yaxis_title="query"))
+    text = describe(fig, say)
+    assert "10 of 16 are 1" in text
+    assert "The 1s in each query: 0: 1; 1: 2; 2: 3; 3: 4." in text
