@@ -51,6 +51,13 @@ class Chart:
     # drawn as an image); None: the drawn figure's own traces
     table: go.Figure | None = None
 
+    def in_words(self, say) -> str:
+        """The chart's text alternative, read from the numbers it draws (a map drawn as
+        an image from its table); `say(key, **numbers)` gives the words (content/charts.md)."""
+        from .describe import describe  # (describe builds on parts, which builds on style)
+
+        return describe(self.table or self.fig, say)
+
     def __post_init__(self):
         if not self.alt:
             title = self.fig.layout.title.text or ""

@@ -14,7 +14,6 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from attn_core import device_label, pick_device
 from figures import Chart
-from figures.describe import describe
 
 from . import classroom, content, controls, exercises, share
 from .controls import (
@@ -155,7 +154,7 @@ class InWords(NamedTuple):
 def in_words(chart: Chart) -> InWords:
     """A chart's text alternative, computed from the numbers it draws (figures.describe);
     a map drawn as an image is read from its table."""
-    text = describe(chart.table or chart.fig, partial(content.words, "charts"))
+    text = chart.in_words(partial(content.words, "charts"))
     return InWords(". ".join(text.split(". ")[:2]).rstrip(".") + ".", text)
 
 
