@@ -96,6 +96,7 @@ CLIP_TIMES = 1000.0  # a class's numbers reach the chart within this many times 
 POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
 CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends no wake)
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
+_ECHO_WARNED: list[str] = []  # _echo's missing Streamlit piece, once it has been logged
 
 
 @st.cache_resource(max_entries=1)
@@ -314,7 +315,14 @@ def _echo() -> bool:
         from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
         own = ThreadState.get().fragment_id
-    except (ImportError, AttributeError):
+    except (ImportError, AttributeError) as e:  # every change then counts as a move
+        if not _ECHO_WARNED:
+            _ECHO_WARNED.append(repr(e))
+            logging.getLogger(__name__).warning(
+                "this Streamlit has no ThreadState.get().fragment_id: a poll's echo of old "
+                "values will stop a student following (%r)",
+                e,
+            )
         return False
     return own not in ids
 

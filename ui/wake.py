@@ -16,7 +16,9 @@ started after the teacher's change, or a second wake for the same change, costs 
 
 Streamlit has no public call for this, so `here()` checks the pieces it needs and
 returns None when any is missing (an older or newer Streamlit, AppTest, bare mode): the
-caller then falls back to polling.
+caller then falls back to polling. A missing piece inside a running server is logged as a
+warning, once a process (tests/kit/test_streamlit_internals.py checks each piece on the
+pinned Streamlit).
 
 A teacher's room keeps `presence()`, a waker that never reruns anything: its `alive()`
 (the session still has its browser connected) is how the room knows that its teacher is
@@ -26,6 +28,7 @@ the room goes by when it last heard from the teacher's page instead.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +37,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 RETRY_S = 0.05  # how often a wake looks again while the session's run goes on
 RETRIES = 200  # for 10 s; past that the page's own slow check (ui.classroom) catches up
+_warned: list[str] = []  # the missing piece, once it has been logged
 
 
 def _always() -> bool:
@@ -100,9 +104,21 @@ def here(stale: Callable[[], bool] = _always) -> Waker | None:
         s = info.session
         s._event_loop.call_later, s.request_rerun, s._client_state, s._scriptrunner  # noqa: B018
         s._state.name  # noqa: B018
-    except Exception:  # any missing piece means: poll instead
+    except Exception as e:  # any missing piece means: poll instead
+        _warn_polling(e)
         return None
     return Waker(ctx.session_id, sessions, stale)
+
+
+def _warn_polling(e: Exception) -> None:
+    """Say once a process that class mode polls because a Streamlit piece is missing."""
+    if not _warned:
+        _warned.append(repr(e))
+        logging.getLogger(__name__).warning(
+            "class mode falls back to polling: this Streamlit lacks a piece ui.wake "
+            "needs to wake a session (%r)",
+            e,
+        )
 
 
 def presence() -> Waker | None:

@@ -1,0 +1,167 @@
+"""The Streamlit internals the kit relies on, one test each, on the pinned Streamlit.
+
+Streamlit has no public call for what these do (wake another session, tell a fragment's
+echo from a move, switch off the automatic pages/ navigation, make a data editor's parse
+total), so an upgrade may remove one silently. Each test names the use in ui/ and asserts
+the piece exists with the shape that use needs; where the kit falls back to polling when a
+piece is missing, a test checks that it says so in the log, once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import streamlit
+from streamlit import runtime
+from streamlit.runtime import app_session, pages_manager, session_manager
+from streamlit.runtime.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils import script_run_context
+
+from ui import classroom, wake
+
+
+def _assigns(cls: type, attr: str) -> bool:
+    """Whether the class's own source assigns `self.<attr>` (instance attributes only
+    exist on a live object, which needs a running server)."""
+    source = inspect.getsource(cls)
+    return f"self.{attr} =" in source or f"self.{attr}: " in source
+
+
+def test_the_pinned_streamlit_is_the_one_these_tests_describe():
+    pinned = next(
+        line.split("==")[1].strip()
+        for line in Path("requirements.txt").read_text(encoding="utf-8").splitlines()
+        if line.lower().startswith("streamlit==")
+    )
+    assert streamlit.__version__ == pinned
+
+
+# ui/wake.py: runtime.get_instance()._session_mgr.get_active_session_info(id).session
+
+
+def test_the_runtime_keeps_its_session_manager():
+    assert callable(runtime.exists) and callable(runtime.get_instance)
+    assert _assigns(Runtime, "_session_mgr")
+
+
+def test_the_session_manager_finds_an_active_session_by_id():
+    params = inspect.signature(session_manager.SessionManager.get_active_session_info).parameters
+    assert list(params) == ["self", "session_id"]
+    assert "session" in {f.name for f in dataclasses.fields(session_manager.ActiveSessionInfo)}
+
+
+# ui/wake.py: s._event_loop.call_soon_threadsafe / call_later, s._state.name,
+# s._scriptrunner, s.request_rerun(s._client_state)
+
+
+def test_an_app_session_can_be_rerun_from_outside_with_its_last_client_state():
+    session = app_session.AppSession
+    for attr in ("_event_loop", "_state", "_scriptrunner", "_client_state"):
+        assert _assigns(session, attr), attr
+    params = inspect.signature(session.request_rerun).parameters
+    assert list(params) == ["self", "client_state"]
+    assert app_session.AppSessionState.SHUTDOWN_REQUESTED.name == "SHUTDOWN_REQUESTED"
+
+
+# ui/classroom.py (publish, _echo), ui/wake.py (here): the run's context
+
+
+def test_the_run_context_names_its_session_and_this_run_s_fragments():
+    fields = {f.name for f in dataclasses.fields(script_run_context.ScriptRunContext)}
+    assert {"session_id", "fragment_ids_this_run"} <= fields
+    assert "suppress_warning" in inspect.signature(get_script_run_ctx).parameters
+
+
+# ui/classroom.py (_echo): ThreadState.get().fragment_id
+
+
+def test_thread_state_tells_the_fragment_a_callback_belongs_to():
+    state = script_run_context.ThreadState
+    assert callable(state.get)
+    fields = {f.name for f in dataclasses.fields(script_run_context.FragmentThreadState)}
+    assert "fragment_id" in fields
+
+
+# ui/chrome.py (page_header): PagesManager.uses_pages_directory, switched off by hand
+
+
+def test_the_pages_manager_keeps_the_automatic_pages_mode_on_the_class():
+    assert "uses_pages_directory" in vars(pages_manager.PagesManager)
+
+
+# ui/editors.py (tolerate_forged_states): DataEditorSerde.deserialize, DataEditorState
+
+
+def test_the_data_editor_s_parse_can_be_wrapped():
+    from streamlit.elements.widgets import data_editor
+
+    params = inspect.signature(data_editor.DataEditorSerde.deserialize).parameters
+    assert list(params) == ["self", "ui_value"]
+    assert callable(data_editor.DataEditorState)
+
+
+# Falling back: said once in the log, never silently.
+
+
+def _running_session(monkeypatch):
+    """A script run of a live server (as far as ui.wake can tell)."""
+    monkeypatch.setattr(wake, "get_script_run_ctx", lambda: SimpleNamespace(session_id="s1"))
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(wake, "_warned", [])
+
+
+def test_a_missing_session_manager_falls_back_to_polling_with_one_warning(monkeypatch, caplog):
+    _running_session(monkeypatch)
+    monkeypatch.setattr(runtime, "get_instance", lambda: SimpleNamespace())  # no _session_mgr
+    with caplog.at_level(logging.WARNING, logger=wake.__name__):
+        assert wake.here() is None
+        assert wake.presence() is None
+    warned = [r for r in caplog.records if r.name == wake.__name__]
+    assert len(warned) == 1 and "polling" in warned[0].getMessage()
+
+
+def test_no_warning_where_no_server_runs(monkeypatch, caplog):
+    monkeypatch.setattr(wake, "_warned", [])
+    monkeypatch.setattr(wake, "get_script_run_ctx", lambda: None)  # AppTest, a bare script
+    with caplog.at_level(logging.WARNING, logger=wake.__name__):
+        assert wake.here() is None
+    assert not [r for r in caplog.records if r.name == wake.__name__]
+
+
+def test_a_missing_thread_state_is_logged_once(monkeypatch, caplog):
+    monkeypatch.setattr(classroom, "_ECHO_WARNED", [])
+    ctx = SimpleNamespace(fragment_ids_this_run=["poll"])
+    monkeypatch.setattr(classroom, "get_script_run_ctx", lambda: ctx)
+    monkeypatch.delattr(script_run_context, "ThreadState")
+    with caplog.at_level(logging.WARNING, logger=classroom.__name__):
+        assert classroom._echo() is False
+        assert classroom._echo() is False
+    warned = [r for r in caplog.records if r.name == classroom.__name__]
+    assert len(warned) == 1 and "ThreadState" in warned[0].getMessage()
+
+
+@pytest.mark.parametrize("missing", ["get_active_session_info", "session"])
+def test_a_session_without_a_piece_polls(monkeypatch, missing):
+    _running_session(monkeypatch)
+    session = SimpleNamespace(
+        _event_loop=SimpleNamespace(call_later=print),
+        request_rerun=print,
+        _client_state=None,
+        _scriptrunner=None,
+        _state=app_session.AppSessionState.APP_NOT_RUNNING,
+    )
+    info = SimpleNamespace(session=session)
+    mgr = SimpleNamespace(get_active_session_info=lambda sid: info)
+    monkeypatch.setattr(runtime, "get_instance", lambda: SimpleNamespace(_session_mgr=mgr))
+    assert isinstance(wake.here(), wake.Waker)  # every piece there: a waker
+    if missing == "session":
+        del session._client_state
+    else:
+        del mgr.get_active_session_info
+    assert wake.here() is None
