@@ -15,7 +15,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import classroom, content, controls, exercises, share
+from . import classroom, content, controls, events, exercises, share
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -181,6 +181,9 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
         key=f"csv-{key or ''}-{_next_chart_number()}",
         on_click="ignore",
     )
+
+
+events.subscribe(events.CHART, show)  # class mode's reveal charts are drawn like any other
 
 
 def try_this(items: list[tuple[str, str]]) -> None:

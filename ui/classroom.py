@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import controls, wake  # (controls imports this module: names are read at call time)
+from . import controls, events, wake
 from . import room as _room
 from .lesson import LESSONS
 from .room import CODE_LEN, RECLAIM_S, Opened, Question, Refused, Rooms, normal_code, normal_key
@@ -628,8 +628,6 @@ def results(box, a: Asked, *, correct: str | None = None, truth: float | None = 
     """After the class's reveal: what the class answered, beside the computed answer."""
     from figures.common import class_choices, class_numbers
 
-    from .chrome import show  # chrome imports the exercises, which import this module
-
     answers = list(a.question.answers.values())
     if a.question.choices is not None and correct is not None:
         counts = [sum(x == c for x in answers) for c in a.question.choices]
@@ -649,5 +647,22 @@ def results(box, a: Asked, *, correct: str | None = None, truth: float | None = 
             chart = replace(chart, caption=f"{chart.caption} {edge}")
     else:
         return
-    with box:
-        show(chart, key=f"class-{a.question.key}")
+    with box:  # ui.chrome draws it (subscribed to events.CHART): no import back up the kit
+        events.announce(events.CHART, chart, key=f"class-{a.question.key}")
+
+
+def following() -> bool:
+    """Whether this session follows a class's teacher (not a teacher, not exploring)."""
+    state = _state()
+    return bool(state and not state.get("token") and state.get("following"))
+
+
+# Class mode listens to the kit (ui.events): controls and exercises never import this module.
+events.subscribe(events.VALUE_SET, publish)
+events.subscribe(events.MOVED, took_wheel)
+events.subscribe(events.FOLLOWING, following)
+events.subscribe(events.ASKED, asked)
+events.subscribe(events.HOLD, hold)
+events.subscribe(events.ASK_BUTTON, ask_button)
+events.subscribe(events.ANSWERED, collect)
+events.subscribe(events.REVEALED, results)

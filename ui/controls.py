@@ -22,7 +22,7 @@ import streamlit as st
 
 from figures.style import escape, safe_text
 
-from . import classroom
+from . import events
 from .lesson import by_file
 
 _NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
@@ -70,7 +70,7 @@ def _bold(value: Any) -> str:
 
 def _note(key: str, raw: Any, value: Any, message: str) -> None:
     """Keep `message` about the link's `key` (none: forget an old one once the value moved)."""
-    classroom.publish(key, value)  # a teacher's session drives its class with every value
+    events.value_set(key, value)  # a teacher's session drives its class with every value
     notes = st.session_state.setdefault(_NOTES, {})
     if raw is not None and message:
         notes[key] = (message, value)
@@ -135,7 +135,7 @@ def slider(
         key=key,
         help=help,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
     )
     took = lambda r: _float_eq(r, value)  # noqa: E731
@@ -163,7 +163,7 @@ def select_slider(
         key=key,
         help=help,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
     )
     if expected is None:
@@ -223,7 +223,7 @@ def _choice(widget: Callable, key: str, label: str, options, default, fmt, **kw)
         format_func=fmt,
         key=key,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
         **kw,
     )
@@ -265,7 +265,7 @@ def toggle(key: str, label: str, default: bool, *, help: str | None = None) -> b
         key=key,
         help=help,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
     )
     _record(key, raw, value, lambda r: r.lower() == str(value).lower(), "true or false")
@@ -313,7 +313,7 @@ def number(key: str, label: str, lo: int, hi: int, default: int, *, help: str | 
         key=key,
         help=help,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
     )
     expected = f"a whole number from {lo} to {hi}"
@@ -340,7 +340,7 @@ def text(
         key=key,
         help=help,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
     )
     value = value if value is not None else default
@@ -393,7 +393,7 @@ def multiselect(
         key=key,
         help=help,
         bind="query-params",
-        on_change=classroom.took_wheel,
+        on_change=events.moved,
         args=(key,),
         **(dict(filter_mode="prefix", select_all=False) if exact else {}),
     )
@@ -415,7 +415,7 @@ def tabs(key: str, labels: Sequence[str]) -> list:
     labels = list(labels)
     raw = _raw(key)
     box = st.container()  # the link's note, if any, goes above the tabs
-    out = st.tabs(labels, key=key, bind="query-params", on_change=classroom.took_wheel, args=(key,))
+    out = st.tabs(labels, key=key, bind="query-params", on_change=events.moved, args=(key,))
     try:
         value = st.session_state[key]
     except KeyError:
@@ -478,7 +478,7 @@ def go_to_step(key: str, label: str) -> None:
     page to that step's first chart (the button sat at the bottom of the last step)."""
     st.session_state[key] = label
     scroll_to("step")
-    classroom.took_wheel(key)
+    events.moved(key)
 
 
 def scroll_to(where: str) -> None:

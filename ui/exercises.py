@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from . import classroom
+from . import events
 
 EXERCISE_LOG = "_ui_exercises"  # this run's exercises; cleared by ui.page_header
 
@@ -68,10 +68,8 @@ def _revealed(key: str, answered: bool) -> bool:
 
 
 def following() -> bool:
-    """Whether this session follows a class's teacher. (ui.classroom has no public reader:
-    this reads the room state it keeps in session_state.)"""
-    state = st.session_state.get(classroom._ROOM)
-    return bool(state and not state.get("token") and state.get("following"))
+    """Whether this session follows a class's teacher (ui.classroom answers, ui.events)."""
+    return events.following()
 
 
 AHEAD = (
@@ -110,7 +108,7 @@ def _class_waits(box, room, key: str, secret: Sequence[str], sent: bool, answer,
     if room.waiting:
         if sent and answer is None:
             box.info(f"{ask} first: nothing was sent.", icon=":material/info:")
-        classroom.collect(box, room, sent, answer)
+        events.announce(events.ANSWERED, box, room, sent, answer)
         _log(key, secret, False)
         return True
     st.session_state[f"_predict_{key}"] = True  # the class's reveal is everyone's
@@ -136,9 +134,9 @@ def predict_choice(
     if secret is None:
         secret = figures(truth) or [truth]
     box = _box(key, question)
-    room = classroom.asked(key)  # class mode: this exercise put to the whole class
+    room = events.announce(events.ASKED, key)  # class mode: this exercise put to the whole class
     if room and room.teacher and room.waiting:
-        classroom.hold(box, key)  # the projector keeps the secret until the class's reveal
+        events.announce(events.HOLD, box, key)  # the projector keeps the answer till the reveal
         return _log(key, secret, False)
     ahead = _ahead(key, room)
     with box.form(f"form-{key}", border=False):
@@ -152,7 +150,7 @@ def predict_choice(
     if _class_waits(box, room, key, secret, sent, pick, "Pick an answer"):
         return False
     if not _opened(box, key, secret, sent, pick is None, "Pick an answer"):
-        classroom.ask_button(box, key, list(choices))
+        events.announce(events.ASK_BUTTON, box, key, list(choices))
         return False
     pick = st.session_state.get(f"pick-{key}")
     if pick not in choices:  # feedback echoes the pick: only ever one of the page's choices
@@ -163,8 +161,8 @@ def predict_choice(
         box.error(f"Not quite — you said *{pick}*; the computed answer is **{correct}**. {truth}")
     box.markdown(why)
     if room:
-        classroom.results(box, room, correct=correct)
-    classroom.ask_button(box, key, list(choices))
+        events.announce(events.REVEALED, box, room, correct=correct)
+    events.announce(events.ASK_BUTTON, box, key, list(choices))
     return True
 
 
@@ -186,9 +184,9 @@ def predict_number(
     box = _box(key, question)
     shown = fmt.format(truth)
     secret = [shown] if secret is None else secret
-    room = classroom.asked(key)  # class mode: this exercise put to the whole class
+    room = events.announce(events.ASKED, key)  # class mode: this exercise put to the whole class
     if room and room.teacher and room.waiting:
-        classroom.hold(box, key)  # the projector keeps the secret until the class's reveal
+        events.announce(events.HOLD, box, key)  # the projector keeps the answer till the reveal
         return _log(key, secret, False)
     ahead = _ahead(key, room)
     with box.form(f"form-{key}", border=False):
@@ -203,7 +201,7 @@ def predict_number(
     if _class_waits(box, room, key, secret, sent, guess, "Type a number"):
         return False
     if not _opened(box, key, secret, sent, guess is None, "Type a number"):
-        classroom.ask_button(box, key, None)
+        events.announce(events.ASK_BUTTON, box, key, None)
         return False
     guess = st.session_state.get(f"guess-{key}")
     close = guess is not None and math.isclose(guess, truth, rel_tol=rel_tol, abs_tol=abs_tol)
@@ -215,6 +213,6 @@ def predict_number(
         box.error(f"Computed **{shown}**; you said {fmt.format(guess)}.")
     box.markdown(why)
     if room:
-        classroom.results(box, room, truth=truth, shown=shown)
-    classroom.ask_button(box, key, None)
+        events.announce(events.REVEALED, box, room, truth=truth, shown=shown)
+    events.announce(events.ASK_BUTTON, box, key, None)
     return True

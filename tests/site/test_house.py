@@ -57,3 +57,59 @@ def test_figures_and_attn_core_do_not_import_the_ui_or_streamlit():
                     )
                     bad = [n for n in names if n.split(".")[0] in ("streamlit", "ui")]
                     assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def _ui_imports() -> dict[str, set[str]]:
+    """Each module of ui/ and the modules of ui/ it imports, at the top or in a function."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "ui").glob("*.py")):
+        name = "ui" if path.stem == "__init__" else f"ui.{path.stem}"
+        out = graph.setdefault(name, set())
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name.split(".")[0] == "ui")
+            elif isinstance(node, ast.ImportFrom):
+                base = ("ui." + (node.module or "")).rstrip(".") if node.level else node.module
+                if not base or base.split(".")[0] != "ui":
+                    continue
+                out.add(base)
+                out.update(f"{base}.{a.name}" for a in node.names)  # `from . import room`
+    return {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of `graph`, or None (a depth-first search for a back edge)."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                return [*path[path.index(d) :], d]
+            if d not in state and (found := visit(d)):
+                return found
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (found := visit(m)):
+            return found
+    return None
+
+
+def test_no_import_circle_in_the_ui_kit():
+    """Class mode listens through ui.events: controls and exercises never import it."""
+    graph = _ui_imports()
+    inner = {m: deps - {"ui"} for m, deps in graph.items() if m != "ui"}  # the package re-exports
+    assert "ui.classroom" in inner["ui.chrome"]  # the graph is read (not an empty pass)
+    assert _circle(inner) is None, " → ".join(_circle(inner))
+    for kit in ("ui.controls", "ui.exercises"):
+        assert "ui.classroom" not in inner[kit], kit
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _circle({"a": {"b"}, "b": set()}) is None
