@@ -278,7 +278,13 @@ def shift_bars(names, scores, c, w, w_shift) -> Chart:
 def stability_table(st_) -> dict[str, list[str]]:
     n = len(st_.scores)
     return {
-        "step": ["score s (as stored)", "e^s", "naive: e^s ÷ Σ e^s", "e^(s − max s)", "stable weight"],
+        "step": [
+            "score s (as stored)",
+            "e^s",
+            "naive: e^s ÷ Σ e^s",
+            "e^(s − max s)",
+            "stable weight",
+        ],
         **{
             f"token {j + 1}": [
                 fmt(st_.scores[j], 6),

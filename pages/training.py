@@ -240,7 +240,7 @@ def lab(s: Settings) -> None:
     No st.fragment here on purpose: a click on Stop must request a full rerun, which
     interrupts a run in progress (a fragment rerun would wait for it to finish).
     """
-    left, right, note = st.columns([1, 1, 4], vertical_alignment="center")
+    left, right, note = st.columns([1, 0.8, 5], vertical_alignment="center")
     run_clicked = left.button("Run both", type="primary", icon=":material/play_arrow:", key="run")
     right.button("Stop", icon=":material/stop:", help="Stops the training; keeps what is drawn.")
     bar = st.empty()

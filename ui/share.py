@@ -46,7 +46,8 @@ PRESENT_CSS = """
   .stMarkdown p, .stMarkdown li,
   [data-testid="stCaptionContainer"] { font-size: 1.35rem !important; }
   h1 { font-size: 3.2rem !important; }
-  h2, h3 { font-size: 2.2rem !important; }
+  h2 { font-size: 2.2rem !important; }
+  h3 { font-size: 1.6rem !important; }
   [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
   /* the answer choices, the step tabs and the buttons: as large as the body text */
   [data-testid="stRadio"] [role="radiogroup"] p, button[data-baseweb="tab"] p,

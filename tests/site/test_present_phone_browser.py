@@ -21,10 +21,11 @@ from ui.share import PROJECTOR_MIN_PX
 
 CHART = '[data-testid="stPlotlyChart"]'
 FORM = '[data-testid="stForm"]'
-# The top of the first chart and of the first exercise box, in page pixels (None: none).
+# The top of the first chart and of the first exercise's box (its heading and question,
+# above the form), in page pixels (None: none).
 _FIRST_JS = """
 () => [document.querySelector('[data-testid="stPlotlyChart"]'),
-       document.querySelector('[data-testid="stForm"]')]
+       document.querySelector('[class*="st-key-predict-"]')]
   .map(e => e ? e.getBoundingClientRect().top + window.scrollY : null)
 """
 
