@@ -35,57 +35,11 @@ from urllib.parse import urlsplit
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import controls, events, wake
+from . import content, controls, events, wake
 from . import room as _room
 from .lesson import LESSONS
 from .room import CODE_LEN, RECLAIM_S, Opened, Question, Refused, Rooms, normal_code, normal_key
 from .share import presenting
-
-# Every sentence class mode shows, in one place (fields are filled from the code's values).
-SAY = {
-    "full": "This server holds as many classes as it may just now, each with its teacher "
-    "or students connected; try again in a while.",
-    "client": "Your network already holds {n} classes on this server with their teachers "
-    "or students connected, the most it may; end one with “End the class” first.",
-    "repeated": "The link gave `room` {n} times; using the last one, `{shown}`.",
-    "not_code": "The link's `room={shown}` is not a class code ({n} letters and digits, as "
-    "on the teacher's screen); this is the page on its own.",
-    "no_class": "There is no class **{code}** on this server: it has ended, or the code is "
-    "mistyped. This is the page on its own.",
-    "slow": "Too many class codes or teacher keys were tried from your network just now; "
-    "wait {s:.0f} s and try again.",
-    "ended": "The class **{code}** has ended; this is the page on its own.",
-    "taken": "Class **{code}** is now taught from another tab, with the teacher's key; this "
-    "page follows it.",
-    "following": "**Following the teacher** · class {code}. Move any control to explore on "
-    "your own.",
-    "gone": "**Your teacher's page has closed** · class {code}. This page keeps what it "
-    "shows; it follows again if the teacher comes back within {minutes:.0f} minutes, and "
-    "the class ends after that.",
-    "exploring": "**You are exploring on your own**; class {code} goes on without you.",
-    "key": "Your teacher key is **{key}**. Write it down and keep it off the projector: if "
-    "this tab reloads or closes, open the class link in any tab, press “I am the teacher” "
-    "and type it within {minutes:.0f} minutes to take the class back.",
-    "wrong_key": "That is not this class's teacher key; the class goes on as it was.",
-    "join": "Students open **{url}** or scan the code. Class **{code}**",
-    "join_no_qr": "Students open **{url}**. Class **{code}**",
-    "panel": "Every student's screen follows yours; a student who moves a control explores "
-    "alone until they rejoin. If this tab reloads, take the class back with your teacher "
-    "key.",
-    "count": ":material/groups: **{n}** student{s} following",
-    "answers": ":material/how_to_vote: **{n}** answer{s} so far",
-    "answer_in": "Your answer is in (you can change it until the reveal). The teacher "
-    "reveals the result to the whole class.",
-    "asked": ":material/campaign: Your teacher put this question to the class. Answers are "
-    "counted without names; the teacher reveals the result.",
-    "kept_not.closed": "Your answer was not counted: the question is closed.",
-    "kept_not.invalid": "Your answer was not counted: it is not an answer this question takes.",
-    "kept_not.full": "Your answer was not counted: the class has as many answers as it may ({n}).",
-    "kept_not.client": "Your answer was not counted: your network has sent as many answers "
-    "to this question as it may.",
-    "clipped": "{n} of {total} answers lay beyond {lo} to {hi} ({times:g} times the computed "
-    "value's size either side) and count as that bound.",
-}
 
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
 _STUDENT = "_ui_room_student"  # session_state: an anonymous id, to count each student once
@@ -133,8 +87,13 @@ def _student() -> str:
     return st.session_state.setdefault(_STUDENT, secrets.token_hex(8))
 
 
+def say(name: str, /, **fields: Any) -> str:
+    """Class mode's sentence `name` (content/kit.md, `classroom.<name>`), fields filled."""
+    return content.words("kit", f"classroom.{name}", **fields)
+
+
 def _say(key: str, **fields: Any) -> None:
-    st.session_state.setdefault(_SAID, []).append(SAY[key].format(**fields))
+    st.session_state.setdefault(_SAID, []).append(say(key, **fields))
 
 
 def _client() -> str:
@@ -171,7 +130,7 @@ def _open_room(state: dict | None) -> None:
     if isinstance(opened, Refused):
         st.session_state.pop(_ROOM, None)
         del st.query_params["room"]
-        _say(opened.value, n=_room.ROOMS_PER_CLIENT)
+        _say(opened.value, **({"n": _room.ROOMS_PER_CLIENT} if opened.value == "client" else {}))
         return
     _teach(opened, show_key=True)
 
@@ -382,14 +341,14 @@ def _check(code: str, student: str | None) -> None:
         st.rerun()  # the teacher changed something (or the class ended): the whole page
     if state.get("gone"):  # the teacher's tab reloaded or closed (ui.room's sweep)
         minutes = RECLAIM_S / 60
-        st.warning(SAY["gone"].format(code=code, minutes=minutes), icon=":material/podcasts:")
+        st.warning(say("gone", code=code, minutes=minutes), icon=":material/podcasts:")
     else:
-        st.info(SAY["following"].format(code=code), icon=":material/podcasts:")
+        st.info(say("following", code=code), icon=":material/podcasts:")
 
 
 def _exploring(code: str, row) -> None:
     text, join, leave = row
-    text.info(SAY["exploring"].format(code=code), icon=":material/explore:")
+    text.info(say("exploring", code=code), icon=":material/explore:")
     join.button(
         "Rejoin the class", on_click=_rejoin, type="primary", icon=":material/group_add:",
         key="_ui_room_rejoin",
@@ -422,13 +381,13 @@ def _reclaim(code: str) -> None:
         return
     state["following"] = following  # a wrong key: the page goes on as it was
     _listen(state)
-    st.session_state[_DOOR] = SAY["slow"].format(s=got.wait_s) if got.slow else SAY["wrong_key"]
+    st.session_state[_DOOR] = say("slow", s=got.wait_s) if got.slow else say("wrong_key")
 
 
 def _key_box(state: dict) -> None:
     """The teacher's key, shown when the room opens (and on request) until hidden."""
     box = st.container(border=True)
-    box.markdown(SAY["key"].format(key=state["key"], minutes=RECLAIM_S / 60))
+    box.markdown(say("key", key=state["key"], minutes=RECLAIM_S / 60))
     box.button("Hide the key", on_click=_show_key, args=(False,), key="_ui_room_hide_key")
 
 
@@ -501,7 +460,7 @@ def _count(code: str, token: str) -> None:
     if view is None:
         st.rerun()  # another tab took the class back, or it ended: the page says which
     n = view.following
-    st.caption(SAY["count"].format(n=n, s="" if n == 1 else "s"))
+    st.caption(say("count", n=n, s="" if n == 1 else "s"))
 
 
 def teacher_panel() -> None:
@@ -512,10 +471,10 @@ def teacher_panel() -> None:
     png = qr_png(url)
     with st.popover(f"Class {code}", icon=":material/groups:", width="stretch"):
         shown = controls.safe_text(url, 120)
-        st.markdown(SAY["join" if png else "join_no_qr"].format(url=shown, code=code))
+        st.markdown(say("join" if png else "join_no_qr", url=shown, code=code))
         if png:
             st.image(png, width=280, caption=f"Join class {code}")
-        st.caption(SAY["panel"])
+        st.caption(say("panel"))
         st.button("End the class", on_click=_end, icon=":material/logout:", key="_ui_room_end")
         st.button(
             "Show my teacher key", on_click=_show_key, args=(True,), type="tertiary",
@@ -580,7 +539,7 @@ def ask_button(box, key: str, choices) -> None:
 def _answers(code: str, token: str) -> None:
     q = rooms().answers(code, token)
     n = len(q.answers) if q else 0
-    st.markdown(SAY["answers"].format(n=n, s="" if n == 1 else "s"))
+    st.markdown(say("answers", n=n, s="" if n == 1 else "s"))
 
 
 def hold(box, key: str) -> None:
@@ -605,11 +564,14 @@ def collect(box, a: Asked, sent: bool, answer: Any) -> bool | None:
         if got.kept:
             state["answered"] = a.question.id
         else:
-            box.warning(SAY[f"kept_not.{got.why}"].format(n=got.count), icon=":material/block:")
+            box.warning(
+                say(f"kept_not.{got.why}", **({"n": got.count} if got.why == "full" else {})),
+                icon=":material/block:",
+            )
     if state.get("answered") == a.question.id and kept is not False:
-        box.info(SAY["answer_in"], icon=":material/how_to_vote:")
+        box.info(say("answer_in"), icon=":material/how_to_vote:")
     elif kept is None:
-        box.caption(SAY["asked"])
+        box.caption(say("asked"))
     return kept
 
 
@@ -637,7 +599,8 @@ def results(box, a: Asked, *, correct: str | None = None, truth: float | None = 
         chart = class_numbers(values, truth, shown)
         if clipped:
             span = CLIP_TIMES * (abs(truth) or 1.0)
-            edge = SAY["clipped"].format(
+            edge = say(
+                "clipped",
                 lo=f"{truth - span:.3g}",
                 hi=f"{truth + span:.3g}",
                 n=clipped,

@@ -97,12 +97,12 @@ def raw(lesson: str, key: str) -> str:
         raise ContentError(f"content/{lesson}.md has no section `## {key}`") from None
 
 
-def words(lesson: str, key: str, **values: Any) -> str:
+def words(lesson: str, key: str, /, **values: Any) -> str:
     """The section `key` of the lesson, its fields filled from `values`."""
     return fill(raw(lesson, key), values, f"content/{lesson}.md `{key}`")
 
 
-def items(lesson: str, key: str, **values: Any) -> list[str]:
+def items(lesson: str, key: str, /, **values: Any) -> list[str]:
     """A section's top-level list items (continuation lines kept, joined by newlines)."""
     out: list[str] = []
     for line in words(lesson, key, **values).splitlines():
@@ -113,7 +113,7 @@ def items(lesson: str, key: str, **values: Any) -> list[str]:
     return out
 
 
-def pairs(lesson: str, key: str, **values: Any) -> list[tuple[str, str]]:
+def pairs(lesson: str, key: str, /, **values: Any) -> list[tuple[str, str]]:
     """ "Try this" items: (what to do, what you should see), split at the `→` line."""
     out = []
     for item in items(lesson, key, **values):
@@ -124,7 +124,7 @@ def pairs(lesson: str, key: str, **values: Any) -> list[tuple[str, str]]:
     return out
 
 
-def choices(lesson: str, key: str, **values: Any) -> dict[str, str]:
+def choices(lesson: str, key: str, /, **values: Any) -> dict[str, str]:
     """`- name: text` items as {name: text}, in order."""
     out = {}
     for item in items(lesson, key, **values):
@@ -141,16 +141,16 @@ class Words:
     def __init__(self, lesson: str):
         self.lesson = lesson
 
-    def __call__(self, key: str, **values: Any) -> str:
+    def __call__(self, key: str, /, **values: Any) -> str:
         return words(self.lesson, key, **values)
 
-    def pairs(self, key: str, **values: Any) -> list[tuple[str, str]]:
+    def pairs(self, key: str, /, **values: Any) -> list[tuple[str, str]]:
         return pairs(self.lesson, key, **values)
 
-    def choices(self, key: str, **values: Any) -> dict[str, str]:
+    def choices(self, key: str, /, **values: Any) -> dict[str, str]:
         return choices(self.lesson, key, **values)
 
-    def items(self, key: str, **values: Any) -> list[str]:
+    def items(self, key: str, /, **values: Any) -> list[str]:
         return items(self.lesson, key, **values)
 
     def raw(self, key: str) -> str:

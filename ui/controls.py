@@ -22,7 +22,7 @@ import streamlit as st
 
 from figures.style import escape, safe_text
 
-from . import events
+from . import content, events
 from .lesson import by_file
 
 _NOTES = "_ui_url_notes"  # session_state: {key: (message, value shown)}
@@ -62,6 +62,11 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _w(name: str, /, **fields: Any) -> str:
+    """The controls' sentence `name` (content/kit.md, `controls.<name>`), fields filled."""
+    return content.words("kit", f"controls.{name}", **fields)
+
+
 def _bold(value: Any) -> str:
     """A widget's value for a note, in bold and escaped (an option label, a number)."""
     s = escape(_show(value), 60).strip()
@@ -92,14 +97,12 @@ def _record(
     if raw is not None:
         asked = ",".join(raw) if isinstance(raw, list) else raw
         if isinstance(raw, list) and not many and took(raw[-1]):
-            message = (
-                f"The link gave `{key}` {len(raw)} times (`{key}={safe_text(asked)}`); "
-                f"using the last one, {_bold(value)}."
+            message = _w(
+                "repeated", key=key, n=len(raw), asked=safe_text(asked), value=_bold(value)
             )
         elif (isinstance(raw, list) and not many) or not took(raw):
-            message = (
-                f"The link asked for `{key}={safe_text(asked)}`, which this page cannot use "
-                f"({expected}); showing {_bold(value)} instead."
+            message = _w(
+                "unusable", key=key, asked=safe_text(asked), expected=expected, value=_bold(value)
             )
     _note(key, raw, value, message)
 
@@ -348,18 +351,12 @@ def text(
     if raw is not None:
         asked = raw[-1] if isinstance(raw, list) else raw
         if isinstance(raw, list):
-            said.append(f"The link gave `{key}` {len(raw)} times; the last one is used.")
+            said.append(_w("text.repeated", key=key, n=len(raw)))
         if len(asked) > max_chars and value == asked[:max_chars]:
             which = "That one" if isinstance(raw, list) else f"The link's `{key}`"
-            said.append(
-                f"{which} was {len(asked):,} characters long; the box holds {max_chars:,}, "
-                f"so its first {max_chars:,} are used."
-            )
+            said.append(_w("text.long", which=which, n=len(asked), max_chars=max_chars))
         elif value != asked:
-            said.append(
-                f"The link's `{key}` could not be put in the box as it was; the box shows "
-                "the text in use."
-            )
+            said.append(_w("text.changed", key=key))
     _note(key, raw, value, " ".join(said))
     return value
 
@@ -462,9 +459,9 @@ def used_by(key: str, labels: Sequence[str], used: Sequence[str]) -> None:
     """A caption under sidebar controls: which steps they drive, and whether the open
     step is one of them (so nobody moves a slider that changes nothing on screen)."""
     names = [label for label in labels if label in used]
-    text = f"These drive the {_and(names)} step{'s' if len(names) > 1 else ''}."
+    text = _w("used_by", names=_and(names), s="s" if len(names) > 1 else "")
     if (now := step_before(key, labels)) not in used:
-        text += f" **The open step, {now}, does not use them.**"
+        text += " " + _w("used_by.not_open", step=now)
     st.caption(":material/info: " + text)
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from . import events
+from . import content, events
 
 EXERCISE_LOG = "_ui_exercises"  # this run's exercises; cleared by ui.page_header
 
@@ -51,12 +51,12 @@ def revealed(key: str) -> bool:
 
 def until_reveal(what: str) -> None:
     """A quiet line where content waits for the reveal: `what` names it ("The table")."""
-    st.caption(f":material/visibility_off: {what} — shown once you reveal your prediction.")
+    st.caption(_w("until_reveal", what=what))
 
 
 def _box(key: str, question: str):
     box = st.container(border=True, key=f"predict-{key}")
-    box.markdown(f"### :material/quiz: Predict, then reveal\n{question}")
+    box.markdown(f"{_w('heading')}\n{question}")
     return box
 
 
@@ -67,15 +67,17 @@ def _revealed(key: str, answered: bool) -> bool:
     return bool(st.session_state.get(state))
 
 
+def _w(name: str, /, **fields) -> str:
+    """The exercises' sentence `name` (content/kit.md, `exercises.<name>`), fields filled."""
+    return content.words("kit", f"exercises.{name}", **fields)
+
+
 def following() -> bool:
     """Whether this session follows a class's teacher (ui.classroom answers, ui.events)."""
     return events.following()
 
 
-AHEAD = (
-    ":material/lock_clock: Your teacher has not asked the class this question yet; it "
-    "opens here when they do."
-)
+AHEAD = content.words("kit", "exercises.ahead")
 
 
 def _ahead(key: str, room) -> bool:
@@ -94,7 +96,7 @@ def _submit(room, ahead: bool) -> bool:
 def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: str) -> bool:
     """Whether the answer shows now (logged either way); an empty guess is sent back."""
     if sent and empty:
-        box.info(f"{ask} first — committing to a guess is the point.")
+        box.info(_w("empty", ask=ask))
         return _log(key, secret, False)
     return _log(key, secret, _revealed(key, sent))
 
@@ -107,7 +109,7 @@ def _class_waits(box, room, key: str, secret: Sequence[str], sent: bool, answer,
         return False
     if room.waiting:
         if sent and answer is None:
-            box.info(f"{ask} first: nothing was sent.", icon=":material/info:")
+            box.info(_w("empty.class", ask=ask), icon=":material/info:")
         events.announce(events.ANSWERED, box, room, sent, answer)
         _log(key, secret, False)
         return True
@@ -147,18 +149,18 @@ def predict_choice(
     if ahead:
         box.caption(AHEAD)
         return _log(key, secret, False)
-    if _class_waits(box, room, key, secret, sent, pick, "Pick an answer"):
+    if _class_waits(box, room, key, secret, sent, pick, _w("ask.choice")):
         return False
-    if not _opened(box, key, secret, sent, pick is None, "Pick an answer"):
+    if not _opened(box, key, secret, sent, pick is None, _w("ask.choice")):
         events.announce(events.ASK_BUTTON, box, key, list(choices))
         return False
     pick = st.session_state.get(f"pick-{key}")
     if pick not in choices:  # feedback echoes the pick: only ever one of the page's choices
-        box.info(f"The computed answer is **{correct}**. {truth}")
+        box.info(_w("choice.shown", correct=correct, truth=truth))
     elif pick == correct:
-        box.success(f"Right: **{correct}**. {truth}")
+        box.success(_w("choice.right", correct=correct, truth=truth))
     else:
-        box.error(f"Not quite — you said *{pick}*; the computed answer is **{correct}**. {truth}")
+        box.error(_w("choice.wrong", pick=pick, correct=correct, truth=truth))
     box.markdown(why)
     if room:
         events.announce(events.REVEALED, box, room, correct=correct)
@@ -198,19 +200,19 @@ def predict_number(
     if ahead:
         box.caption(AHEAD)
         return _log(key, secret, False)
-    if _class_waits(box, room, key, secret, sent, guess, "Type a number"):
+    if _class_waits(box, room, key, secret, sent, guess, _w("ask.number")):
         return False
-    if not _opened(box, key, secret, sent, guess is None, "Type a number"):
+    if not _opened(box, key, secret, sent, guess is None, _w("ask.number")):
         events.announce(events.ASK_BUTTON, box, key, None)
         return False
     guess = st.session_state.get(f"guess-{key}")
     close = guess is not None and math.isclose(guess, truth, rel_tol=rel_tol, abs_tol=abs_tol)
     if guess is None:
-        box.info(f"Computed **{shown}**.")
+        box.info(_w("number.shown", shown=shown))
     elif close:
-        box.success(f"Close enough: computed **{shown}**, you said {fmt.format(guess)}.")
+        box.success(_w("number.close", shown=shown, guess=fmt.format(guess)))
     else:
-        box.error(f"Computed **{shown}**; you said {fmt.format(guess)}.")
+        box.error(_w("number.far", shown=shown, guess=fmt.format(guess)))
     box.markdown(why)
     if room:
         events.announce(events.REVEALED, box, room, truth=truth, shown=shown)

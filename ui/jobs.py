@@ -62,11 +62,18 @@ import streamlit as st
 
 from attn_core import worker
 
+from . import content
+
 POLL_S = 0.5  # how often a queued press checks its place
 REDRAW_S = 5.0  # a queued press redraws its message when its place changes, else this often
 STALE_S = 30.0  # a queued press not heard from for this long has gone (its thread ended)
 EWMA = 0.3  # weight of the newest run in a kind's typical duration
 SERVED_MEMORY = 4096  # owners whose last turn the line remembers (the oldest are forgotten)
+
+
+def _w(name: str, /, **fields: Any) -> str:
+    """The job line's sentence `name` (content/kit.md, `jobs.<name>`), fields filled."""
+    return content.words("kit", f"jobs.{name}", **fields)
 
 
 def _env_number(name: str, default: float, *, cast=float, low: float = 0) -> float:
@@ -194,11 +201,7 @@ class Limiter:
             self._withdraw(session)
             held = sum(x.client == client for x in (*self._waiting, *self._running))
             if client is not None and self.per_client is not None and held >= self.per_client:
-                raise GaveUpError(
-                    f"The server is busy: {held} heavy jobs from your network address are "
-                    "running or in line already, as many as it takes from one address. "
-                    "Press again once some have finished."
-                )
+                raise GaveUpError(_w("per_client", held=held))
             t = Ticket(kind, what, next(self._serial), now, now, expected_s,
                        session=session, client=client)  # fmt: skip
             self._waiting.append(t)
@@ -368,10 +371,7 @@ class Job:
 
     def stopped_text(self, done: int, total: int, unit: str = "steps") -> str:
         """The sentence a page shows for a job that ran out of time."""
-        return (
-            f"Stopped after {done:,} of {total:,} {unit}: the server gives each heavy job at "
-            f"most {self.budget_s:g} s, so that a whole class can take turns."
-        )
+        return _w("stopped", done=done, total=total, unit=unit, budget=self.budget_s)
 
 
 class GaveUpError(Exception):
@@ -418,14 +418,10 @@ def queue_text(lim: Limiter, t: Ticket, waited: float, budget: float) -> str:
     place = lim.position(t)
     running, _ = lim.counts()
     eta = lim.wait_estimate(t, budget)
-    slots = f"{lim.slots} heavy job{'s' if lim.slots > 1 else ''} at a time"
-    return (
-        f"Queued: **{ordinal(place)} in line**, about {eta:.0f} s to go (waited {waited:.0f} s). "
-        f"The server runs {slots} so that sliders stay quick for everyone ({running} running "
-        f"now, each stopped after at most {budget:g} s). Network addresses take turns, so "
-        "someone who has not had a turn yet may go ahead of you. Moving a control gives up "
-        "your place."
-    )
+    return _w(
+        "queued", place=ordinal(place), eta=eta, waited=waited, slots=lim.slots,
+        s="s" if lim.slots > 1 else "", running=running, budget=budget,
+    )  # fmt: skip
 
 
 def _info(box) -> Callable[[str], None]:
@@ -540,16 +536,9 @@ def _wait_for_turn(lim: Limiter, t: Any, show: Callable[[str], None], budget: fl
     while not lim.acquire(t, timeout=POLL_S):
         waited = lim.clock() - t.joined
         if t.replaced:
-            raise GaveUpError(
-                "A newer press in this tab took this press's place in line, so this one "
-                "was dropped."
-            )
+            raise GaveUpError(_w("replaced"))
         if waited >= cap:
-            raise GaveUpError(
-                f"The server is busy: after {waited:.0f} s this press was still "
-                f"{ordinal(lim.position(t))} in line for a heavy-job slot, so it was "
-                "dropped. Press again in a while."
-            )
+            raise GaveUpError(_w("gave_up", waited=waited, place=ordinal(lim.position(t))))
         # redraw when the place changes, else every REDRAW_S: thirty queued presses
         # redrawing every POLL_S would send 60 messages a second for a ticking clock
         now, place = lim.clock(), lim.position(t)
@@ -701,10 +690,7 @@ def _relay(proc, recv, stop, on_step, should_stop) -> Any:
             what, value = pickle.loads(recv.recv_bytes())
         except EOFError:  # the pipe closed with nothing in it: the worker has gone
             proc.join(timeout=1.0)
-            raise WorkerDiedError(
-                f"The worker running this job ended without a result (exit code "
-                f"{proc.exitcode}); the server may be short of memory."
-            ) from None
+            raise WorkerDiedError(_w("worker_died", code=proc.exitcode)) from None
         if what == "started":
             if (job := getattr(_CURRENT, "job", None)) is not None:
                 job.restart()
@@ -806,10 +792,7 @@ def shared(
             say = show
         t0 = time.monotonic()
         while not event.wait(POLL_S):
-            say(
-                "Another session is running exactly these settings; waiting for its result "
-                f"({time.monotonic() - t0:.0f} s so far)."
-            )
+            say(_w("same_settings", waited=time.monotonic() - t0))
         if box is not None:
             box.empty()
         # its result is in the store now, unless it was stopped or cancelled: then try again
