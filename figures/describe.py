@@ -138,6 +138,17 @@ def _finite(y: np.ndarray) -> np.ndarray:
     return np.array([isinstance(v, int | float | np.number) and np.isfinite(v) for v in y], bool)
 
 
+PLANE_MAX = 12  # a scatter of at most this many points in a plane is read point by point
+
+
+def _wanders(x: np.ndarray) -> bool:
+    """Whether numeric x goes back and forth (points in a plane, not a curve over x)."""
+    if not all(isinstance(v, int | float | np.number) for v in x):
+        return False
+    d = np.diff(np.asarray(x, dtype=float))
+    return bool((d > 0).any() and (d < 0).any())
+
+
 def _line(tr: Any, i: int, say: Say, across: str) -> str | None:
     xy = _xy(tr)
     if xy is None:
@@ -150,6 +161,9 @@ def _line(tr: Any, i: int, say: Say, across: str) -> str | None:
     name = plain(tr.name) or say("series", i=i + 1)
     if len(y) == 1:
         return say("point", name=name, x=across, at=_label(x, 0), y=num(y[0]))
+    if len(y) <= PLANE_MAX and _wanders(x):  # points in a plane (a hull, a cloud): each one
+        pairs = ", ".join(f"({num(a)}, {num(b)})" for a, b in zip(x, y, strict=True))
+        return say("points", name=name, n=len(y), points=pairs)
     lo, hi = int(np.argmin(y)), int(np.argmax(y))
     return say(
         "line", name=name, n=len(y), x=across, x0=_label(x, 0), x1=_label(x, len(x) - 1),

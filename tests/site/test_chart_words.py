@@ -213,3 +213,11 @@ def test_a_yes_no_grid_counts_its_ones_row_by_row():
     text = describe(fig, say)
     assert "10 of 16 are 1" in text
     assert "The 1s in each query: 0: 1; 1: 2; 2: 3; 3: 4." in text
+
+
+def test_points_in_a_plane_are_read_one_by_one():
+    fig = go.Figure(go.Scatter(x=[2, 0, 1, 2], y=[0, 4, 1, 0], name="hull", mode="lines"))
+    text = describe(fig, say)
+    assert "hull: 4 points at (across, up) (2, 0), (0, 4), (1, 1), (2, 0)." in text
+    curve = go.Figure(go.Scatter(x=[1, 2, 3], y=[5, 1, 2], name="curve"))
+    assert "lowest 1 at" in describe(curve, say)  # x only rising: still a curve over x
