@@ -12,6 +12,8 @@ and the focused element always visibly outlined.
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlparse
+
 import pytest
 
 from tests.support.apptest import page_steps
@@ -169,3 +171,31 @@ def test_a_chart_downloads_as_svg_beside_png(server_url, browser):
         assert not errors, errors
     finally:
         page.context.close()
+
+
+def test_a_student_leaves_and_rejoins_a_class_with_the_keyboard_alone(server_url, browser):
+    """Class mode by keyboard: a following student moves a slider with the arrow keys (and
+    explores on their own), then reaches "Rejoin the class" by Tab and presses Enter."""
+    teacher, errors = open_page(browser, f"{server_url}/masks?room=new")
+    student = None
+    try:
+        code = parse_qs(urlparse(teacher.url).query)["room"][0]
+        student, errs = open_page(browser, f"{server_url}/?room={code}")
+        errors += errs
+        student.wait_for_url("**/masks?*", timeout=15_000)
+        student.get_by_text("Following the teacher").wait_for(timeout=15_000)
+        wait_idle(student)
+        student.evaluate("() => document.activeElement && document.activeElement.blur()")
+        _tab_to(student, "el.type === 'range'")
+        student.keyboard.press("ArrowLeft")
+        student.get_by_text("You are exploring on your own").wait_for(timeout=15_000)
+        wait_idle(student)
+        student.evaluate("() => document.activeElement && document.activeElement.blur()")
+        _tab_to(student, "el.tagName === 'BUTTON' && el.innerText.includes('Rejoin the class')")
+        student.keyboard.press("Enter")
+        student.get_by_text("Following the teacher").wait_for(timeout=15_000)
+        assert not errors, errors
+    finally:
+        for page in (student, teacher):
+            if page is not None:
+                page.context.close()
