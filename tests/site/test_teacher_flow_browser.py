@@ -42,10 +42,18 @@ def _query(url: str) -> dict[str, list[str]]:
 
 
 def _follow_link(page, name: str) -> None:
-    """Scroll to a lesson link at the bottom, click it, wait for the new page's run."""
+    """Scroll to a lesson link at the bottom as a reader does (the mouse wheel: the page
+    holds its own scroll for a few seconds after a page switch, until the reader scrolls),
+    click it, wait for the new page's run."""
     link = page.get_by_role("link", name=name)
-    link.scroll_into_view_if_needed()
-    assert page.evaluate(SCROLL_TOP) > 0  # the link sits below the first screen
+    box = page.locator(MAIN).bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for _ in range(100):  # until the link is on screen
+        if link.evaluate("(a) => a.getBoundingClientRect().bottom <= innerHeight"):
+            break
+        page.mouse.wheel(0, 400)
+        page.wait_for_timeout(50)
+    assert page.evaluate(SCROLL_TOP) > 0  # the link sat below the first screen
     old = page.url
     link.click()
     page.wait_for_url(lambda url: url != old, timeout=60_000)
