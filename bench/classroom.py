@@ -26,7 +26,8 @@ Then:
    the new value finished arriving. Delay = that moment - the teacher's key press.
 
 It prints the errors (a follower that never took a value within 15 s counts as one), the
-delay p50/p95/max, the server's CPU share in both phases and its peak RSS.
+delay p50/p95/max, the server's CPU share in both phases, the server CPU one follower's
+rerun costs per change (driving minus idle, over changes × followers) and its peak RSS.
 Targets: 0 errors, delay p95 <= 2 s, idle CPU < 33 % of one core with 60 followers,
 peak RSS <= 1.5 GB.
 """
@@ -348,10 +349,12 @@ async def run_class(a) -> None:
                 await b.close()
     # the followers' drawing: their browsers' CPU while driving, above idle, per change
     draw = (busy_b - idle_b) * dt / max(len(presses) * joined, 1)
-    _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw)
+    # the server's part, the same way: what one follower's rerun for one change costs it
+    per = (busy - idle) * dt / max(len(presses) * joined, 1)
+    _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw, per)
 
 
-def _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw) -> None:
+def _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw, per) -> None:
     errors = len(out["errors"]) + missed
     kind = "in Chromium at nice 19" if a.clients == "browser" else "over the websocket"
     print(f"\nclass mode: 1 teacher, {a.sessions} followers {kind} ({joined} joined), "
@@ -364,6 +367,7 @@ def _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw) -> 
         ("change -> follower max", f"{max(delays, default=float('nan')):.2f} s"),
         ("server CPU, idle class", f"{idle:.0%} of one core   (target < 33 % with 60)"),
         ("server CPU, driving", f"{busy:.0%} of one core"),
+        ("per follower per change", f"{1000 * per:.0f} ms of server CPU (driving - idle)"),
         ("server peak RSS", f"{peak:.0f} MB   (target <= 1536 MB)"),
     ]
     if a.clients == "ws":
