@@ -15,7 +15,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import classroom, content, controls, events, exercises, share
+from . import classroom, content, controls, events, exercises, plotly_spec, share
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -149,13 +149,24 @@ def controls_area() -> Iterator[None]:
 class InWords(NamedTuple):
     alt: str  # the chart's accessible name: its title and first data sentence
     text: str  # the whole description, shown under the chart
+    shown: str  # `text` escaped for markdown, as the "Chart in words" box shows it
 
 
 def in_words(chart: Chart) -> InWords:
     """A chart's text alternative, computed from the numbers it draws (figures.describe);
-    a map drawn as an image is read from its table."""
+    a map drawn as an image is read from its table.
+
+    Pages cache their charts (one object for every session at one setting), so the words
+    are kept on the chart: a class of 150 describes each chart once, not 150 times. They
+    are made again when content/charts.md changes."""
+    say = content.sections("charts")  # the same dict until the file changes
+    kept = chart.__dict__.get("_ui_in_words")
+    if kept is not None and kept[0] is say:
+        return kept[1]
     text = chart.in_words(partial(content.words, "charts"))
-    return InWords(". ".join(text.split(". ")[:2]).rstrip(".") + ".", text)
+    words = InWords(". ".join(text.split(". ")[:2]).rstrip(".") + ".", text, escape(text, 6000))
+    object.__setattr__(chart, "_ui_in_words", (say, words))  # (a frozen dataclass)
+    return words
 
 
 def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
@@ -163,12 +174,14 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
 
     PNG export is plotly's own toolbar (works offline). Extra keyword arguments go to
     st.plotly_chart (e.g. on_select for clickable charts)."""
-    fig = share.for_projector(chart.fig) if share.presenting() else chart.fig
+    # a projector's copy is made for this run; a desk's figure is the cached chart's own,
+    # serialised once for every session that shows it (plotly_spec.sent)
+    fig = share.for_projector(chart.fig) if share.presenting() else plotly_spec.sent(chart)
     words = in_words(chart)
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, alt=words.alt, **plotly_kw)
     st.caption(chart.caption)
     with st.expander(content.words("charts", "expander"), icon=":material/description:"):
-        st.markdown(escape(words.text, 6000))
+        st.markdown(words.shown)
     title = chart.fig.layout.title.text or "chart"
     st.download_button(
         "Data (CSV)",

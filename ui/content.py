@@ -26,6 +26,7 @@ Plain python, no streamlit: tests read it without a running app.
 from __future__ import annotations
 
 import re
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -63,10 +64,20 @@ def _sections(lesson: str, mtime: float) -> dict[str, str]:
     return out
 
 
+# A page run asks for a hundred sections; each used to stat its file. An edited file is
+# read again within this many seconds (and at once when the file's path changes).
+RECHECK_S = 0.5
+_CHECKED: dict[Path, tuple[float, float]] = {}  # path: (when checked, its mtime then)
+
+
 def sections(lesson: str) -> dict[str, str]:
     """Every section of a lesson's file, raw (fields not filled), by key."""
     path = ROOT / f"{lesson}.md"
-    return _sections(lesson, path.stat().st_mtime)
+    now = time.monotonic()
+    seen = _CHECKED.get(path)
+    if seen is None or now - seen[0] > RECHECK_S:
+        seen = _CHECKED[path] = (now, path.stat().st_mtime)
+    return _sections(lesson, seen[1])
 
 
 def fields(template: str) -> set[str]:
