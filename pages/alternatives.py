@@ -2,7 +2,6 @@
 and why attention weights are not explanations."""
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -20,7 +19,7 @@ TAUS = np.logspace(-2, 1, 61)
 T_OPTIONS = (256, 4096)  # slider range for the largest T of the timing sweeps
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar: τ and the seed of the Scoring and Cosine steps (the same tokens)."""
 
@@ -28,7 +27,7 @@ class Settings:
     seed: int
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Timing:
     """One timing sweep: its sequence lengths on one device (shared between sessions)."""
 

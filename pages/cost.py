@@ -4,7 +4,6 @@ and the tiled online softmax step by step."""
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
 
 import streamlit as st
 
@@ -30,7 +29,7 @@ WIDE_D, SHORT_T = 4096, 256  # the compute step's "Try this" settings
 SWEEP_TRY_HEADS = 64  # the sweep's "Try this" sends the reader to this many heads
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar: one model and one GPU, shared by the calculators and the sweep."""
 
@@ -48,7 +47,7 @@ class Settings:
         return self.d_model // self.heads
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Walk:
     """The walkthrough's tiling, set by its own controls."""
 
@@ -57,7 +56,7 @@ class Walk:
     causal: bool
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Probe:
     """How the sweep measures one point: its shape, precision, device and tile size."""
 
@@ -68,7 +67,7 @@ class Probe:
     block: int
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class SweepJob:
     """One whole sweep: its points and how each is measured (shared between sessions)."""
 

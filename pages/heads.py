@@ -3,7 +3,6 @@
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from threading import Lock
 
 import numpy as np
@@ -19,7 +18,7 @@ W = ui.Words("heads")
 LIVE_SEEDS = 4  # live runs kept in memory (one per seed)
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Shipped:
     """The model trained by `python -m attn_core.lessons.heads`, with what the page reads
     off it once per server: its scores and single-head ablations on 128 held-out sequences."""
@@ -40,7 +39,7 @@ class Shipped:
         return self.run.chance
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's controls and the sequence they pick, read by every step."""
 

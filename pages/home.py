@@ -1,7 +1,5 @@
 """Home: what attention computes, a first live picture, and the path through the lesson."""
 
-from dataclasses import dataclass
-
 import streamlit as st
 
 import ui
@@ -17,7 +15,7 @@ D_KS = tuple(2**i for i in range(11))  # the d_k slider's stops, 1 … 1024
 TRY_D_K = 512  # the head size the "Try this" box sends the reader to
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The first look's controls."""
 

@@ -1,7 +1,6 @@
 """Masks: every mask shape, what the fill value does, and the broadcast that fails silently."""
 
 import zlib
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -37,7 +36,7 @@ LEAK_HELP = "Weight that a row with allowed keys puts on forbidden ones (empty r
 BCAST_SHOWN = {"raises": "RuntimeError", "right": "no error", "wrong": "no error"}  # after it
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class MaskSpec:
     """One mask: its kind, T and build_mask's options as sorted (name, value) pairs."""
 
@@ -49,7 +48,7 @@ class MaskSpec:
         return core.build_mask(self.kind, self.T, **dict(self.opts), device=device)  # (B, T, T)
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class View:
     """What the mask, weights and fill views are computed from."""
 
@@ -60,7 +59,7 @@ class View:
     example: int
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's controls, read by every step."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -30,7 +30,7 @@ KNOB_LABELS = {
 }
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Knobs:
     """The lesson's knobs, hashable, as run_model takes them."""
 
@@ -45,7 +45,7 @@ class Knobs:
         )
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's controls, read by every step."""
 
@@ -231,7 +231,7 @@ def preset_list(name: str) -> dict[str, tuple[str, str, Pick]]:
     return out
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Pick:
     """The head the page highlights for an input, and why: "coref" / "det" (the sentence
     has `word`, which the shipped marks name as a pronoun / a determiner; `value`: the

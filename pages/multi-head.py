@@ -2,7 +2,6 @@
 
 import math
 import zlib
-from dataclasses import dataclass
 
 import streamlit as st
 import torch
@@ -21,7 +20,7 @@ INPUTS = ["random", "sentence"]  # URL values, shown as they are so links stay r
 KV_ASSUMED = dict(context=8192, layers=32, batch=1, dtype="float16")  # the KV table's setting
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's controls: one layer and its input, read by every step (the cache key)."""
 

@@ -3,7 +3,6 @@ RoPE's rotations of q and k, ALiBi's penalty on the scores, and how each one cop
 sequences longer than it was trained on."""
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ SEEDS = range(100)  # the seed slider's range
 DECAY_OFFSETS = np.unique(np.round(np.logspace(0, 4, 60))).astype(np.float64)  # Δ = 1 … 10⁴
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's controls, read by every step."""
 

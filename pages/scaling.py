@@ -1,7 +1,6 @@
 """Why √d_k: break attention with one switch and watch every stage of the failure."""
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -29,7 +28,7 @@ LESSON_D_K = 64  # the head size of the lesson's two-key numbers (gap 24 unscale
 SATURATION = core.SATURATION
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Draw:
     """How q and k are drawn: all that the d_k sweep's samples depend on."""
 
@@ -37,7 +36,7 @@ class Draw:
     seed: int
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's controls, read by every step."""
 
@@ -58,7 +57,7 @@ class Settings:
         return Seq(self.tokens, self.dtype, self.init, self.seed)
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Seq:
     """The sequence without its d_k, scaling and temperature: what the "Try this" numbers,
     the two-key chart and the exercises depend on (they choose those three themselves)."""

@@ -2,7 +2,6 @@
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 import pandas as pd
 import streamlit as st
@@ -31,14 +30,14 @@ USES_EXAMPLE = ("Example", "Shift", "Temperature", "Check yourself")  # the side
 BF16_OFFSET = 700  # the stability offset where bfloat16 can no longer tell the scores apart
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Settings:
     """The sidebar's control, read by the steps that use the worked example."""
 
     start: str  # the example the editors start from (a key of SOFTMAX_EXAMPLES)
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Example:
     """A worked example as every step reads it: token names, the query, keys and values."""
 
@@ -48,7 +47,7 @@ class Example:
     v: tuple[tuple[float, ...], ...]  # (T, d_v)
 
 
-@dataclass(frozen=True)
+@ui.frozen
 class Scores:
     """The current example's names and scaled softmax scores, for the later steps."""
 

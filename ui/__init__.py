@@ -5,9 +5,10 @@ Pages import from here; no page parses the URL itself.
 
 from . import (
     _warm,  # noqa: F401  (first: heavy imports, then gc.freeze)
+    delivery,  # noqa: F401  (a run's messages reach the event loop in batches)
     jobs,
 )
-from .cache import cache_data, cache_resource
+from .cache import cache_data, cache_resource, frozen
 from .chrome import (
     controls_area,
     device,
@@ -59,6 +60,7 @@ __all__ = [
     "editor_note",
     "escape",
     "explain",
+    "frozen",
     "jobs",
     "lesson",
     "log_slider",

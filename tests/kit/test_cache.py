@@ -66,3 +66,70 @@ def test_the_store_is_bounded(monkeypatch):
     for i in range(6):
         run_page(compile(SOURCE, f"page_{i}.py", "exec"), [], C.cache_resource)
     assert len(C._MADE) == 3
+
+
+SETTINGS = '''
+@frozen
+class Settings:
+    """The page's controls."""
+
+    d_k: int
+    tokens: int = 8
+    name: str | None = None
+
+    @property
+    def seq(self) -> "Seq":
+        return Seq(self.tokens)
+
+
+@frozen
+class Seq:
+    tokens: int
+'''
+
+
+def run_settings(code):
+    ns = {"frozen": C.frozen}
+    exec(code, ns)
+    return ns["Settings"], ns["Seq"]
+
+
+def test_a_settings_class_is_made_once_and_its_objects_equal_across_runs():
+    code = compile(SETTINGS, "page_s.py", "exec")
+    (a, seq_a), (b, seq_b) = run_settings(code), run_settings(code)
+    assert a is b and seq_a is seq_b
+    assert a(64) == b(64) and hash(a(64)) == hash(b(64))  # last run's key finds this run's
+    assert b(64).seq == seq_a(8)  # its method reads the page's (first run's) Seq
+    try:
+        a(64).d_k = 3
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("a frozen dataclass took an assignment")
+
+
+def test_an_edited_settings_class_is_a_new_class():
+    a, _ = run_settings(compile(SETTINGS, "page_t.py", "exec"))
+    for edit in (
+        SETTINGS.replace("tokens: int = 8", "tokens: int = 9"),  # a default
+        SETTINGS.replace("name: str | None", "name: bytes | None"),  # a field's type
+        SETTINGS.replace("Seq(self.tokens)", "Seq(self.tokens + 1)"),  # a method
+        SETTINGS.replace("The page's controls.", "The controls."),  # its docstring
+    ):
+        b, _ = run_settings(compile(edit, "page_t.py", "exec"))
+        assert b is not a
+
+
+def test_a_class_with_a_field_factory_is_made_every_time():
+    code = compile(
+        "import dataclasses\n@frozen\nclass S:\n    xs: list = dataclasses.field("
+        "default_factory=list)\n",
+        "page_u.py",
+        "exec",
+    )
+    made = []
+    for _ in range(2):
+        ns = {"frozen": C.frozen}
+        exec(code, ns)
+        made.append(ns["S"])
+    assert made[0] is not made[1] and made[0]().xs == []

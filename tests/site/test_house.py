@@ -113,3 +113,13 @@ def test_no_import_circle_in_the_ui_kit():
 def test_the_circle_check_finds_a_circle():
     assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _circle({"a": {"b"}, "b": set()}) is None
+
+
+def test_pages_make_their_settings_classes_once():
+    """A page's `@dataclass` is made again on every run, and equals only its own run's
+    objects: pages use `@ui.frozen` (ui/cache.py), made once per definition."""
+    for path in sorted((ROOT / "pages").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = [ast.unparse(d) for d in node.decorator_list]
+                assert not any("dataclass" in n for n in names), (path.name, node.name, names)
