@@ -20,6 +20,14 @@ caller then falls back to polling. A missing piece inside a running server is lo
 warning, once a process (tests/kit/test_streamlit_internals.py checks each piece on the
 pinned Streamlit).
 
+Woken reruns take turns: at most AT_ONCE of them run at a time (`_Gate`), the rest
+wait in line on the event loop and start as runs end. All of a server's sessions run in
+one Python process, so 150 followers woken at once do not finish sooner than 150 taking
+turns; they only share the interpreter lock 150 ways, handing it over at every message a
+run sends, and that hand-over cost a class of 60 about twice the CPU of the runs
+themselves (bench/classroom.py). In turns, the first followers have their page after one
+run and the last after all of them, instead of every follower after all of them.
+
 A teacher's room keeps `presence()`, a waker that never reruns anything: its `alive()`
 (the session still has its browser connected) is how the room knows that its teacher is
 there, and that a reloaded or closed tab is not (ui.room's sweep). Where none can be made,
@@ -28,7 +36,10 @@ the room goes by when it last heard from the teacher's page instead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +48,8 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 RETRY_S = 0.05  # how often a wake looks again while the session's run goes on
 RETRIES = 200  # for 10 s; past that the page's own slow check (ui.classroom) catches up
+AT_ONCE = max(1, int(os.environ.get("ATTN_WAKE_AT_ONCE", "2")))  # woken runs at a time
+CHECK_S = 0.05  # how often the line looks for a woken run that ended without saying so
 _warned: list[str] = []  # the missing piece, once it has been logged
 
 
@@ -86,7 +99,79 @@ class Waker:
             if tries > 0:
                 s._event_loop.call_later(RETRY_S, self._rerun, s, tries - 1)
             return
+        _GATE.enter(self, s, tries)
+
+    def _start(self, s) -> None:
         s.request_rerun(s._client_state)  # the state its last run left: page, query string
+
+
+class _Gate:
+    """The line of woken reruns, AT_ONCE running. Lives on the event loop: every method
+    but `finished` is called there."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, Any] = {}  # session id: its AppSession
+        self.waiting: deque[tuple[Waker, Any, int]] = deque()
+        self.loop: Any = None
+        self.checking = False
+
+    def enter(self, waker: Waker, s, tries: int) -> None:
+        self.loop = s._event_loop
+        if waker.session_id in self.running:  # its woken run is ending: look again soon
+            if tries > 0:
+                s._event_loop.call_later(RETRY_S, waker._rerun, s, tries - 1)
+            return
+        if any(w.session_id == waker.session_id for w, _, _ in self.waiting):
+            return  # in line already: its run will read the room's latest view
+        self.waiting.append((waker, s, tries))
+        self._fill()
+
+    def _fill(self) -> None:
+        while self.waiting and len(self.running) < AT_ONCE:
+            waker, s, tries = self.waiting.popleft()
+            if s._scriptrunner is not None:  # its own run began meanwhile: as before
+                waker._rerun(s, tries)
+                continue
+            try:
+                if s._state.name == "SHUTDOWN_REQUESTED" or not waker.stale():
+                    continue
+                waker._start(s)
+            except Exception:  # a session torn down meanwhile: the next one
+                continue
+            self.running[waker.session_id] = s
+        if self.running and not self.checking:
+            self.checking = True
+            self.loop.call_later(CHECK_S, self._check)
+
+    def _check(self) -> None:
+        """Runs that ended without `finished` (stopped, failed, another page's script)."""
+        self.checking = False
+        for sid, s in list(self.running.items()):
+            if s._scriptrunner is None or s._state.name == "SHUTDOWN_REQUESTED":
+                del self.running[sid]
+        self._fill()
+
+    def _done(self, session_id: str) -> None:
+        if self.running.pop(session_id, None) is not None:
+            self._fill()
+
+    def finished(self, session_id: str) -> None:
+        """A run of this session is at its end (any thread): its turn is over."""
+        loop = self.loop
+        if loop is not None and session_id in self.running:
+            with contextlib.suppress(RuntimeError):  # a closed loop: the server stops
+                loop.call_soon_threadsafe(self._done, session_id)
+
+
+_GATE = _Gate()
+
+
+def finished() -> None:
+    """Called at the end of every page run (ui.chrome.prev_next): a woken run's turn is
+    over, and the next follower in line starts."""
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        _GATE.finished(ctx.session_id)
 
 
 def here(stale: Callable[[], bool] = _always) -> Waker | None:
