@@ -15,6 +15,7 @@ per rerun 36–47 ms -> 24 ms and script-run p95 960 -> 310 ms. One session alon
 """
 
 import gc
+import sys
 
 import numpy  # noqa: F401
 import plotly.graph_objects  # noqa: F401
@@ -24,6 +25,13 @@ import attn_core  # noqa: F401
 import figures  # noqa: F401
 
 torch.set_num_threads(1)
+
+# The interpreter lock changes hands every 5 ms by default. The server's event loop sends
+# each message of every session's run, and at each of its turns it waits for the lock
+# while other sessions' scripts run: with a class of 150 following (bench/classroom.py),
+# runs that had ended at 1.6 s (p50) reached their followers at 3.05 s. At 0.5 ms: 2.06 s.
+SWITCH_S = 0.0005
+sys.setswitchinterval(SWITCH_S)
 
 gc.collect()
 gc.freeze()

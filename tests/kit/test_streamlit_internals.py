@@ -235,3 +235,82 @@ def test_a_plotly_that_no_longer_calls_to_dict_sends_figures_as_they_are(monkeyp
     monkeypatch.setattr(plotly_spec, "WORKS", False)
     chart = _chart()
     assert plotly_spec.sent(chart) is chart.fig
+
+
+# ---- ui/delivery: a session's event-loop callbacks in batches
+
+
+def test_the_session_method_delivery_replaces_is_the_expected_one():
+    from streamlit.runtime.app_session import AppSession
+
+    from ui import delivery
+
+    assert delivery.INSTALLED
+    assert AppSession._call_soon_on_event_loop is delivery.batched
+    assert delivery._expected() is delivery.batched  # installed, and stays so
+    caller = inspect.getsource(AppSession._on_scriptrunner_event)
+    assert "self._call_soon_on_event_loop(" in caller  # every script event goes through it
+
+
+def test_a_changed_streamlit_is_left_alone_with_one_warning(monkeypatch, caplog):
+    from streamlit.runtime.app_session import AppSession
+
+    from ui import delivery
+
+    def other(self, callback, *, later=False):  # another shape of the method
+        self._event_loop.call_soon_threadsafe(callback)
+
+    monkeypatch.setattr(AppSession, "_call_soon_on_event_loop", other)
+    with caplog.at_level(logging.WARNING, logger=delivery.__name__):
+        assert delivery.install() is False
+    assert AppSession._call_soon_on_event_loop is other
+    assert len([r for r in caplog.records if r.name == delivery.__name__]) == 1
+
+
+def test_callbacks_from_a_script_thread_run_on_the_loop_in_order_in_few_turns():
+    import asyncio
+    import threading
+
+    from ui import delivery
+
+    loop = asyncio.new_event_loop()
+    session = SimpleNamespace(_event_loop=loop)
+    ran, turns, errors = [], [], []
+    real = loop.call_soon_threadsafe
+
+    def counted(cb, *args):
+        turns.append(cb)
+        return real(cb, *args)
+
+    loop.call_soon_threadsafe = counted
+    loop.set_exception_handler(lambda _loop, ctx: errors.append(ctx["exception"]))
+
+    def boom():
+        raise ValueError("one callback fails")
+
+    def script():  # what a run does: 100 messages, one of whose handlers raises
+        for i in range(100):
+            delivery.batched(session, boom if i == 50 else (lambda i=i: ran.append(i)))
+        delivery.batched(session, loop.stop)
+
+    threading.Thread(target=script).start()
+    loop.run_forever()
+    while ran[-1:] != [99]:  # the stop may have come in the first batch
+        loop.run_until_complete(asyncio.sleep(0.01))
+    loop.close()
+    assert ran == [i for i in range(100) if i != 50]  # in order, the rest still ran
+    assert len(errors) == 1 and isinstance(errors[0], ValueError)
+    assert len(turns) < 101  # batches, not one turn each (one, when the loop is slow)
+
+
+def test_a_closed_loop_drops_the_callback_as_streamlit_does():
+    import asyncio
+
+    from ui import delivery
+
+    loop = asyncio.new_event_loop()
+    loop.close()
+    session = SimpleNamespace(_event_loop=loop)
+    delivery.batched(session, print)  # no error: dropped
+    delivery.batched(session, print)  # and the next is scheduled again, and dropped
+    assert session._ui_batch.scheduled is False and not session._ui_batch.items

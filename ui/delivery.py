@@ -1,0 +1,113 @@
+"""How a run's messages reach the event loop: in batches, not one hand-over each.
+
+Every element a script draws becomes a ForwardMsg, and Streamlit 1.67 hands each one
+from the script's thread to the server's event loop on its own
+(`AppSession._on_scriptrunner_event` -> `_call_soon_on_event_loop` ->
+`loop.call_soon_threadsafe`): one write to the loop's wake-up pipe and one turn of the
+loop per message, about 85 for a follower's /scaling run. All of a server's sessions
+share one interpreter lock, so while other sessions' scripts run the loop waits for the
+lock at each of those turns, and a follower whose run ended early still got its page
+late: with a class of 150, the first followers' runs ended 0.1 s after the teacher's
+change and their pages arrived 3 s after it (bench/classroom.py, ui/wake.py's line).
+
+`batched` replaces that one method: the callbacks a session schedules join a queue of
+that session, and one turn of the loop runs all that are waiting, in the order they came.
+The order among one session's events is kept, and each still runs on the event loop; a
+callback that raises is reported through the loop's exception handler, as the loop does,
+and the rest still run.
+
+Streamlit has no public hook for this. `install()` checks the method it replaces and
+leaves Streamlit as it is, with one logged warning, where it differs
+(tests/kit/test_streamlit_internals.py checks it on the pinned Streamlit).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_LOG = logging.getLogger(__name__)
+_ATTR = "_ui_batch"  # the per-session queue, kept on the AppSession
+_LOCK = threading.Lock()  # makes each session's queue once
+
+
+class _Batch:
+    """One session's callbacks waiting for the event loop."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.items: list[Callable[[], None]] = []
+        self.scheduled = False
+
+    def drain(self, loop: Any) -> None:
+        """On the event loop: run every callback waiting now, in order."""
+        with self.lock:
+            items, self.items, self.scheduled = self.items, [], False
+        for callback in items:
+            try:
+                callback()
+            except Exception as e:  # what the loop does with a callback that raises
+                loop.call_exception_handler(
+                    {"message": "Exception in a batched session callback", "exception": e}
+                )
+
+
+def batched(self: Any, callback: Callable[[], None]) -> None:
+    """AppSession._call_soon_on_event_loop, one loop turn per batch of callbacks."""
+    batch = self.__dict__.get(_ATTR)
+    if batch is None:
+        with _LOCK:
+            batch = self.__dict__.setdefault(_ATTR, _Batch())
+    with batch.lock:
+        batch.items.append(callback)
+        if batch.scheduled:
+            return
+        batch.scheduled = True
+    loop = self._event_loop
+    try:
+        loop.call_soon_threadsafe(batch.drain, loop)
+    except RuntimeError:  # as Streamlit's own: a closed loop drops the callbacks
+        with batch.lock:
+            batch.items.clear()
+            batch.scheduled = False
+        if not loop.is_closed():
+            raise
+
+
+def _expected() -> Any:
+    """The method `batched` replaces, if it is the one this module was written for."""
+    from streamlit.runtime.app_session import AppSession
+
+    own = AppSession.__dict__.get("_call_soon_on_event_loop")
+    if own is None or own is batched:
+        return own
+    params = list(inspect.signature(own).parameters)
+    source = inspect.getsource(own)
+    if params != ["self", "callback"] or "call_soon_threadsafe(callback)" not in source:
+        return None
+    caller = inspect.getsource(AppSession._on_scriptrunner_event)
+    return own if "self._call_soon_on_event_loop(" in caller else None
+
+
+def install() -> bool:
+    """Batch every session's callbacks from now on; False (and a warning) where the
+    pinned Streamlit's method is not there as expected."""
+    from streamlit.runtime.app_session import AppSession
+
+    try:
+        own = _expected()
+    except (ImportError, OSError, TypeError, ValueError) as e:
+        own, why = None, repr(e)
+    else:
+        why = "AppSession._call_soon_on_event_loop is not the expected one"
+    if own is None:
+        _LOG.warning("ui.delivery: %s; each message reaches the event loop on its own", why)
+        return False
+    AppSession._call_soon_on_event_loop = batched
+    return True
+
+
+INSTALLED = install()
