@@ -15,7 +15,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import classroom, content, controls, events, exercises, plotly_spec, share
+from . import classroom, content, controls, events, exercises, plotly_spec, share, wake
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -174,9 +174,9 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
 
     PNG export is plotly's own toolbar (works offline). Extra keyword arguments go to
     st.plotly_chart (e.g. on_select for clickable charts)."""
-    # a projector's copy is made for this run; a desk's figure is the cached chart's own,
-    # serialised once for every session that shows it (plotly_spec.sent)
-    fig = share.for_projector(chart.fig) if share.presenting() else plotly_spec.sent(chart)
+    # the cached chart's figure (or its projector's copy), serialised once for every
+    # session that shows it (plotly_spec.sent)
+    fig = plotly_spec.sent(chart, share.for_projector if share.presenting() else None)
     words = in_words(chart)
     st.plotly_chart(fig, config=PLOTLY_CONFIG, key=key, alt=words.alt, **plotly_kw)
     st.caption(chart.caption)
@@ -414,3 +414,4 @@ def prev_next(file: str) -> None:
                 query_params=carried(),
             )  # fmt: skip
     _scroll()
+    wake.finished()  # a woken follower's turn ends with its run (ui.wake's line)

@@ -20,6 +20,7 @@ are then serialised per run, as before, and nothing else changes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import plotly.io
@@ -87,14 +88,19 @@ if not WORKS:  # pragma: no cover - only on another plotly or Streamlit
     )
 
 
-def sent(chart: Chart) -> BaseFigure:
-    """What to hand st.plotly_chart for `chart`: its figure, serialised the first time."""
+def sent(chart: Chart, look: Callable[[BaseFigure], BaseFigure] | None = None) -> BaseFigure:
+    """What to hand st.plotly_chart for `chart`: its figure, serialised the first time.
+
+    `look` restyles the figure (ui.share.for_projector): a function of the figure alone,
+    so its result is kept on the chart too, one per look."""
+    attr = _KEPT if look is None else f"{_KEPT}_{look.__module__}.{look.__qualname__}"
     if not WORKS:
-        return chart.fig
-    kept = chart.__dict__.get(_KEPT)
+        return chart.fig if look is None else look(chart.fig)
+    kept = chart.__dict__.get(attr)
     if kept is None:
-        spec = Spec(chart.fig.to_dict())
+        fig = chart.fig if look is None else look(chart.fig)
+        spec = Spec(fig.to_dict())
         spec.json = _to_json(spec, validate=False)
         kept = _stand_in(spec)
-        object.__setattr__(chart, _KEPT, kept)  # (Chart is a frozen dataclass)
+        object.__setattr__(chart, attr, kept)  # (Chart is a frozen dataclass)
     return kept
