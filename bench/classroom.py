@@ -249,6 +249,12 @@ class _Meter:
     def __init__(self, pid: int, root: int | None) -> None:
         self.pid, self.root = pid, root
         self.t, self.server, self.browser = time.monotonic(), L._cpu_s(pid), self._browser()
+        self.me = time.process_time()  # this process: the websocket followers' client
+
+    def client(self) -> float:
+        """This process's CPU share since the start: the websocket followers read every
+        message here, on one core. Near 100 %, their arrival times are this reader's."""
+        return (time.process_time() - self.me) / (time.monotonic() - self.t)
 
     def _browser(self) -> float:
         return _tree_cpu_s(self.root) if self.root else 0.0
@@ -336,6 +342,7 @@ async def run_class(a) -> None:
             presses = await _drive(teacher, a)
             await asyncio.sleep(3)
             dt, busy, busy_b = meter.rates()
+            out["client"] = meter.client()
             peak = L._rss_mb(pid, "VmHWM")
             delays, missed = [], 0
             for history in await _histories(a, pages, out):
@@ -372,6 +379,7 @@ def _report(a, out, presses, delays, missed, joined, idle, busy, peak, draw, per
     ]
     if a.clients == "ws":
         rows.append(("full runs, finish lost", f"{out['folded']}   (a Streamlit race)"))
+        rows.append(("followers' client CPU", f"{out['client']:.0%} of one core, driving"))
     if a.clients == "browser":
         rows.append(("a follower's drawing", f"{draw:.2f} CPU-s per change (this machine's)"))
     for k, v in rows:
