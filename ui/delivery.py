@@ -14,7 +14,8 @@ change and their pages arrived 3 s after it (bench/classroom.py, ui/wake.py's li
 that session, and one turn of the loop runs all that are waiting, in the order they came.
 The order among one session's events is kept, and each still runs on the event loop; a
 callback that raises is reported through the loop's exception handler, as the loop does,
-and the rest still run.
+and the rest still run. The runtime hears once per batch, not once per message, that the
+session has messages to send (`_message_enqueued_callback`, which wakes its send loop).
 
 Streamlit has no public hook for this. `install()` checks the method it replaces and
 leaves Streamlit as it is, with one logged warning, where it differs
@@ -42,17 +43,31 @@ class _Batch:
         self.items: list[Callable[[], None]] = []
         self.scheduled = False
 
-    def drain(self, loop: Any) -> None:
-        """On the event loop: run every callback waiting now, in order."""
+    def drain(self, loop: Any, session: Any) -> None:
+        """On the event loop: run every callback waiting now, in order.
+
+        Each message a callback queues for the browser tells the runtime so (the
+        session's `_message_enqueued_callback`, another wake-up of the loop per message);
+        during the batch that is noted, and told once at its end."""
         with self.lock:
             items, self.items, self.scheduled = self.items, [], False
-        for callback in items:
-            try:
-                callback()
-            except Exception as e:  # what the loop does with a callback that raises
-                loop.call_exception_handler(
-                    {"message": "Exception in a batched session callback", "exception": e}
-                )
+        tell = session.__dict__.get("_message_enqueued_callback")
+        told: list[bool] = []
+        if tell is not None:
+            session._message_enqueued_callback = lambda: told.append(True)
+        try:
+            for callback in items:
+                try:
+                    callback()
+                except Exception as e:  # what the loop does with a callback that raises
+                    loop.call_exception_handler(
+                        {"message": "Exception in a batched session callback", "exception": e}
+                    )
+        finally:
+            if tell is not None:
+                session._message_enqueued_callback = tell
+                if told:
+                    tell()
 
 
 def batched(self: Any, callback: Callable[[], None]) -> None:
@@ -68,7 +83,7 @@ def batched(self: Any, callback: Callable[[], None]) -> None:
         batch.scheduled = True
     loop = self._event_loop
     try:
-        loop.call_soon_threadsafe(batch.drain, loop)
+        loop.call_soon_threadsafe(batch.drain, loop, self)
     except RuntimeError:  # as Streamlit's own: a closed loop drops the callbacks
         with batch.lock:
             batch.items.clear()

@@ -250,6 +250,9 @@ def test_the_session_method_delivery_replaces_is_the_expected_one():
     assert delivery._expected() is delivery.batched  # installed, and stays so
     caller = inspect.getsource(AppSession._on_scriptrunner_event)
     assert "self._call_soon_on_event_loop(" in caller  # every script event goes through it
+    # the runtime hears of each queued message through this attribute (batched per drain)
+    assert _assigns(AppSession, "_message_enqueued_callback")
+    assert "self._message_enqueued_callback()" in inspect.getsource(AppSession._enqueue_forward_msg)
 
 
 def test_a_changed_streamlit_is_left_alone_with_one_warning(monkeypatch, caplog):
@@ -274,7 +277,9 @@ def test_callbacks_from_a_script_thread_run_on_the_loop_in_order_in_few_turns():
     from ui import delivery
 
     loop = asyncio.new_event_loop()
-    session = SimpleNamespace(_event_loop=loop)
+    told: list[bool] = []
+    tell = lambda: told.append(True)  # noqa: E731  (the runtime's "messages to send")
+    session = SimpleNamespace(_event_loop=loop, _message_enqueued_callback=tell)
     ran, turns, errors = [], [], []
     real = loop.call_soon_threadsafe
 
@@ -288,9 +293,13 @@ def test_callbacks_from_a_script_thread_run_on_the_loop_in_order_in_few_turns():
     def boom():
         raise ValueError("one callback fails")
 
+    def handler(i):  # Streamlit's: the message joins the browser queue, the runtime hears
+        ran.append(i)
+        session._message_enqueued_callback()
+
     def script():  # what a run does: 100 messages, one of whose handlers raises
         for i in range(100):
-            delivery.batched(session, boom if i == 50 else (lambda i=i: ran.append(i)))
+            delivery.batched(session, boom if i == 50 else (lambda i=i: handler(i)))
         delivery.batched(session, loop.stop)
 
     threading.Thread(target=script).start()
@@ -301,6 +310,8 @@ def test_callbacks_from_a_script_thread_run_on_the_loop_in_order_in_few_turns():
     assert ran == [i for i in range(100) if i != 50]  # in order, the rest still ran
     assert len(errors) == 1 and isinstance(errors[0], ValueError)
     assert len(turns) < 101  # batches, not one turn each (one, when the loop is slow)
+    assert 1 <= len(told) <= len(turns) < 101  # the runtime heard once a batch
+    assert session._message_enqueued_callback is tell  # and its callback is back
 
 
 def test_a_closed_loop_drops_the_callback_as_streamlit_does():
