@@ -519,6 +519,22 @@ def _ask(key: str, choices) -> None:
             st.session_state.pop(k, None)  # the projector hides the answer too
 
 
+def opened(key: str) -> None:
+    """This session's page shows exercise `key`'s answer: when it is the teacher's, and
+    the class was not asked, the students' copies of it are free to reveal too."""
+    state = _state()
+    if state and state.get("token"):
+        rooms().opened_answer(state["code"], state["token"], state.get("page", ""), key)
+
+
+def teacher_opened(key: str) -> bool:
+    """Whether the teacher revealed exercise `key` of this page on their own page."""
+    state = _state()
+    if not state or state.get("token"):
+        return False
+    return (state.get("page"), key) in rooms().opened_answers(state["code"])
+
+
 def _reveal(key: str) -> None:
     state = _state()
     if state and state.get("token") and rooms().reveal(state["code"], state["token"]):
@@ -629,3 +645,5 @@ events.subscribe(events.HOLD, hold)
 events.subscribe(events.ASK_BUTTON, ask_button)
 events.subscribe(events.ANSWERED, collect)
 events.subscribe(events.REVEALED, results)
+events.subscribe(events.OPENED, opened)
+events.subscribe(events.TEACHER_OPENED, teacher_opened)

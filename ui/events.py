@@ -24,6 +24,8 @@ ASK_BUTTON = "ask_button"  # (box, key, choices): offer to put the question to t
 ANSWERED = "answered"  # (box, room, sent, answer): a student's answer while the class answers
 REVEALED = "revealed"  # (box, room, **truth): after the class's reveal, what it answered
 CHART = "chart"  # (chart, key=...): draw a figures.Chart (ui.chrome.show)
+OPENED = "opened"  # (key,): this session's page shows exercise `key`'s answer
+TEACHER_OPENED = "teacher_opened"  # (key,) -> bool: the teacher's page showed it, unasked
 
 _HOOKS: dict[str, Callable[..., Any]] = {}
 

@@ -82,8 +82,13 @@ AHEAD = content.words("kit", "exercises.ahead")
 
 def _ahead(key: str, room) -> bool:
     """A following student's exercise the teacher has not put to the class (nor revealed
-    through it): it waits, so nobody reveals it before the class does."""
-    return room is None and following() and not revealed(key)
+    through it, nor on their own page): it waits, so nobody reveals it before the class."""
+    return (
+        room is None
+        and following()
+        and not revealed(key)
+        and not events.announce(events.TEACHER_OPENED, key, default=False)
+    )
 
 
 def _submit(room, ahead: bool) -> bool:
@@ -98,7 +103,10 @@ def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: 
     if sent and empty:
         box.info(_w("empty", ask=ask))
         return _log(key, secret, False)
-    return _log(key, secret, _revealed(key, sent))
+    shown = _revealed(key, sent)
+    if shown:
+        events.announce(events.OPENED, key)  # a teacher's reveal frees the class's copies
+    return _log(key, secret, shown)
 
 
 def _class_waits(box, room, key: str, secret: Sequence[str], sent: bool, answer, ask: str) -> bool:

@@ -148,6 +148,8 @@ class View:
     question: Question | None
     following: int
     gone: bool = False  # the teacher's page has gone; the room waits for their key
+    # (page, exercise key): answers the teacher revealed without asking the class
+    opened: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass
@@ -170,6 +172,7 @@ class Room:
     question: Question | None = None
     questions: int = 0
     listeners: dict[str, Waker] = field(default_factory=dict)  # student id -> waker
+    opened: set[tuple[str, str]] = field(default_factory=set)  # View.opened
 
     def bump(self) -> list[Waker]:
         """A new version: the wakers to call once the lock is released."""
@@ -396,9 +399,24 @@ class Rooms:
             if room is None:
                 return False
             room.questions += 1
+            room.opened.discard((page, key))  # asked: it waits for the class's reveal again
             choices = tuple(choices) if choices is not None else None
             room.question = Question(room.questions, page, key, choices)
             wake = room.bump()
+        self._wake(code, wake)
+        return True
+
+    def opened_answer(self, code: str, token: str, page: str, key: str) -> bool:
+        """The teacher revealed exercise `key` of `page` on their own page, without asking
+        the class: the students' copies of it need not wait any more (a new version)."""
+        with self._lock:
+            room = self._own(code, token)
+            if room is None:
+                return False
+            wake = []
+            if (page, key) not in room.opened and len(room.opened) < MAX_VALUES:
+                room.opened.add((page, key))
+                wake = room.bump()
         self._wake(code, wake)
         return True
 
@@ -427,7 +445,14 @@ class Rooms:
             question = q and replace(q, answers=dict(q.answers) if q.revealed else {}, clients={})
             values = copy.deepcopy(room.shown_values)
             gone = room.gone is not None
-            return View(room.version, room.shown_page, values, question, following, gone)
+            opened = frozenset(room.opened)
+            return View(room.version, room.shown_page, values, question, following, gone, opened)
+
+    def opened_answers(self, code: str) -> frozenset[tuple[str, str]]:
+        """View.opened alone (no copy of the values): what a page's exercises ask."""
+        with self._lock:
+            room = self._rooms.get(code)
+            return frozenset(room.opened) if room is not None else frozenset()
 
     def version(self, code: str, student: str | None = None) -> int | None:
         """The room's version (None: no such room); the cheap call a follower polls."""

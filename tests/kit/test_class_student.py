@@ -143,3 +143,28 @@ def test_a_following_student_s_first_screen_keeps_the_introduction_in_a_closed_b
     own = run_page(MASKS, step="Mask")
     assert [e.label for e in st.expander][:1] == ["About this lesson"]
     assert "About this lesson" not in [e.label for e in own.expander]
+
+
+def test_an_exercise_the_teacher_reveals_without_asking_opens_for_the_class():
+    at, code = teacher(step="Fill")
+    key = _choice_key(at)
+    st = student(code)
+    assert form_buttons(st, key)[0].disabled  # waiting for the teacher
+    radio = at.radio(key=f"pick-{key}")
+    radio.set_value(radio.options[0])
+    form_buttons(at, key)[0].click().run()  # the teacher reveals on the projector
+    no_exception(at)
+    assert log(at, key)["revealed"]
+    st.run()  # the room's new version wakes the students
+    [button] = form_buttons(st, key)
+    assert not button.disabled and AHEAD not in said(st)
+    assert "Following the teacher" in said(st)  # still following
+    assert not log(st, key)["revealed"]  # free to reveal, not revealed for them
+    pick = st.radio(key=f"pick-{key}")
+    pick.set_value(pick.options[0])
+    button.click().run()
+    assert log(st, key)["revealed"]
+    at.button(key=f"_ui_ask_{key}").click().run()  # asked after all: it waits for the class
+    no_exception(at)
+    other = student(code)
+    assert form_buttons(other, key)[0].label == "Send my answer"

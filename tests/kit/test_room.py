@@ -140,6 +140,22 @@ def test_a_new_version_wakes_every_listener_once(store):
     assert not rooms.listen(code, "a", a)  # no such room any more
 
 
+def test_an_answer_the_teacher_opens_unasked_is_told_once_and_closes_when_asked(store):
+    rooms, _ = store
+    code, token = opened(rooms)
+    a = FakeWaker()
+    rooms.listen(code, "a", a)
+    assert not rooms.opened_answer(code, "not-the-token", "scaling", "q")
+    assert rooms.opened_answers(code) == frozenset() and a.calls == 0
+    assert rooms.opened_answer(code, token, "scaling", "q")
+    assert rooms.opened_answer(code, token, "scaling", "q")  # every teacher run says so
+    assert a.calls == 1  # the class is woken once
+    assert rooms.view(code).opened == {("scaling", "q")} == rooms.opened_answers(code)
+    rooms.ask(code, token, "scaling", "q", ["x"])  # put to the class after all
+    assert rooms.opened_answers(code) == frozenset()
+    assert rooms.opened_answers("NOSUCH") == frozenset()
+
+
 def test_a_page_that_listens_after_a_commit_it_did_not_see_is_woken_at_once(store):
     rooms, _ = store
     code, token = opened(rooms)
