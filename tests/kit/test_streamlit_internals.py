@@ -276,6 +276,8 @@ def test_callbacks_from_a_script_thread_run_on_the_loop_in_order_in_few_turns():
 
     from ui import delivery
 
+    # The loop runs in a thread of its own, as the server's does (and because a browser
+    # test's Playwright may hold this thread's running loop in the same worker).
     loop = asyncio.new_event_loop()
     told: list[bool] = []
     tell = lambda: told.append(True)  # noqa: E731  (the runtime's "messages to send")
@@ -297,15 +299,13 @@ def test_callbacks_from_a_script_thread_run_on_the_loop_in_order_in_few_turns():
         ran.append(i)
         session._message_enqueued_callback()
 
-    def script():  # what a run does: 100 messages, one of whose handlers raises
-        for i in range(100):
-            delivery.batched(session, boom if i == 50 else (lambda i=i: handler(i)))
-        delivery.batched(session, loop.stop)
-
-    threading.Thread(target=script).start()
-    loop.run_forever()
-    while ran[-1:] != [99]:  # the stop may have come in the first batch
-        loop.run_until_complete(asyncio.sleep(0.01))
+    server = threading.Thread(target=loop.run_forever)
+    server.start()
+    for i in range(100):  # what a run does: 100 messages, one of whose handlers raises
+        delivery.batched(session, boom if i == 50 else (lambda i=i: handler(i)))
+    delivery.batched(session, loop.stop)  # the last: every earlier one has run by then
+    server.join(10)
+    assert not server.is_alive()
     loop.close()
     assert ran == [i for i in range(100) if i != 50]  # in order, the rest still ran
     assert len(errors) == 1 and isinstance(errors[0], ValueError)

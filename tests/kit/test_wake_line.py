@@ -8,6 +8,7 @@ word (a run stopped or failed), which the line notices by itself within CHECK_S.
 from __future__ import annotations
 
 import asyncio
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -48,12 +49,20 @@ def line(monkeypatch):
     stale = {sid: True for sid in sessions}
     wakers = {sid: wake.Waker(sid, manager, lambda sid=sid: stale[sid]) for sid in sessions}
 
+    # The loop runs in a thread of its own, as the server's does (and because a browser
+    # test's Playwright may hold this thread's running loop in the same worker).
+    server = threading.Thread(target=loop.run_forever)
+    server.start()
+
     def turn(seconds: float = 0.0):
-        loop.run_until_complete(asyncio.sleep(seconds))
-        loop.run_until_complete(asyncio.sleep(0))
+        """Let the loop run what is due, and `seconds` more."""
+        for wait in (seconds, 0, 0):
+            asyncio.run_coroutine_threadsafe(asyncio.sleep(wait), loop).result(10)
 
     yield SimpleNamespace(sessions=sessions, wakers=wakers, started=started, turn=turn,
                           stale=stale)  # fmt: skip
+    loop.call_soon_threadsafe(loop.stop)
+    server.join(10)
     loop.close()
 
 
