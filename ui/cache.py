@@ -55,19 +55,23 @@ def _key(kind: str, fn: Callable, kw: dict) -> tuple | None:
     return key
 
 
+def _remember(key: tuple | None, make: Callable[[], Any]) -> Any:
+    """What `make()` made the first time under `key` (None: make it afresh, keep nothing)."""
+    if key is None:
+        return make()
+    made = _MADE.get(key)
+    if made is None:
+        made = _MADE[key] = make()
+        while len(_MADE) > MAX_WRAPPERS:
+            _MADE.popitem(last=False)
+    else:
+        _MADE.move_to_end(key)
+    return made
+
+
 def _once(kind: str, make: Callable, kw: dict) -> Callable[[Callable], Callable]:
     def decorate(fn: Callable) -> Callable:
-        key = _key(kind, fn, kw)
-        if key is None:
-            return make(**kw)(fn)
-        made = _MADE.get(key)
-        if made is None:
-            made = _MADE[key] = make(**kw)(fn)
-            while len(_MADE) > MAX_WRAPPERS:
-                _MADE.popitem(last=False)
-        else:
-            _MADE.move_to_end(key)
-        return made
+        return _remember(_key(kind, fn, kw), lambda: make(**kw)(fn))
 
     return decorate
 
@@ -120,14 +124,4 @@ def _class_key(cls: type) -> tuple | None:
 
 def frozen(cls: T) -> T:
     """`@dataclass(frozen=True)`, made once per definition instead of once per run."""
-    key = _class_key(cls)
-    if key is None:
-        return dataclasses.dataclass(frozen=True)(cls)
-    made = _MADE.get(key)
-    if made is None:
-        made = _MADE[key] = dataclasses.dataclass(frozen=True)(cls)
-        while len(_MADE) > MAX_WRAPPERS:
-            _MADE.popitem(last=False)
-    else:
-        _MADE.move_to_end(key)
-    return made  # type: ignore[return-value]
+    return _remember(_class_key(cls), lambda: dataclasses.dataclass(frozen=True)(cls))
