@@ -15,7 +15,7 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import classroom, content, controls, events, exercises, plotly_spec, share, wake
+from . import classroom, content, controls, events, exercises, plotly_spec, replay, share, wake
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -56,6 +56,7 @@ def device_badge() -> None:
 
 def page_header(file: str, intro: str | None = None) -> Lesson:
     """Title, the question the page answers, an intro, and where it computes."""
+    replay.arm()
     if PagesManager.uses_pages_directory:
         # The very first request after the server starts may name a page file directly
         # (e.g. /softmax): Streamlit then runs it through its automatic pages/ navigation,
@@ -76,18 +77,12 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     st.session_state.pop(controls._NOTED, None)  # this run's noting() blocks record again
     st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
     st.session_state.pop(exercises.EXERCISE_LOG, None)  # this run's exercises log again
-    st.html(_FOCUS_CSS)
-    st.html(_SCROLLABLE_JS, unsafe_allow_javascript=True)
-    if share.presenting():
-        st.html(share.PRESENT_CSS)
-    else:
-        with st.sidebar:
-            st.markdown("**Share this view**")
-            share.link_box()
-            share.present_toggle_link(file)
-    st.title(lesson.h1)
-    st.markdown(f"*{lesson.question}*")
+    # The title block is drawn after the class banner under it: a woken follower's run
+    # is replayed from the banner on (ui.replay), so that all but the banner is shared.
+    head = st.container()
     classroom.banner()  # class mode: following, exploring, or the teacher's room
+    with head:
+        _title(lesson)
     st.session_state.pop(_CONTROLS_SLOT, None)
     if share.presenting():
         _present_row(intro)
@@ -99,6 +94,21 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
             st.markdown(share.where(intro))
         device_badge()
     return lesson
+
+
+def _title(lesson: Lesson) -> None:
+    """The page's styles, the sidebar's share box, its title and its question."""
+    st.html(_FOCUS_CSS)
+    st.html(_SCROLLABLE_JS, unsafe_allow_javascript=True)
+    if share.presenting():
+        st.html(share.PRESENT_CSS)
+    else:
+        with st.sidebar:
+            st.markdown("**Share this view**")
+            share.link_box()
+            share.present_toggle_link(lesson.file)
+    st.title(lesson.h1)
+    st.markdown(f"*{lesson.question}*")
 
 
 def _about(where, intro: str | None) -> None:
@@ -414,4 +424,5 @@ def prev_next(file: str) -> None:
                 query_params=carried(),
             )  # fmt: skip
     _scroll()
+    replay.end()  # a follower's body ends here: its record is kept for the next ones
     wake.finished()  # a woken follower's turn ends with its run (ui.wake's line)

@@ -35,7 +35,7 @@ from urllib.parse import urlsplit
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import content, controls, events, wake
+from . import content, controls, events, replay, wake
 from . import room as _room
 from .lesson import LESSONS
 from .room import CODE_LEN, RECLAIM_S, Opened, Question, Refused, Rooms, normal_code, normal_key
@@ -198,7 +198,7 @@ def sync(url_path: str) -> None:
     if state is None:
         return
     state["page"] = url_path
-    view = rooms().view(state["code"], _student() if state["following"] else None)
+    view = rooms().view(state["code"], _student() if state["following"] else None, count=False)
     if view is None:
         _ended(state)
         return
@@ -415,6 +415,8 @@ def banner() -> None:
         text, door = st.columns([5, 1.3], vertical_alignment="center")
         with text:
             _following(state["code"])
+        if not presenting():  # a woken follower may take the rest another one ran
+            replay.begin(st.session_state.get("_ui_page", ""))
     else:
         *row, door = st.columns([4, 1.3, 1, 1.3], vertical_alignment="center")
         _exploring(state["code"], row)
@@ -504,7 +506,7 @@ def asked(key: str) -> Asked | None:
     if state.get("token"):
         q = rooms().answers(state["code"], state["token"])
     else:
-        view = rooms().view(state["code"])
+        view = rooms().view(state["code"], count=False)
         q = view.question if view else None
     if q is None or q.key != key or q.page != state.get("page"):
         return None

@@ -48,7 +48,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 RETRY_S = 0.05  # how often a wake looks again while the session's run goes on
 RETRIES = 200  # for 10 s; past that the page's own slow check (ui.classroom) catches up
-AT_ONCE = max(1, int(os.environ.get("ATTN_WAKE_AT_ONCE", "2")))  # woken runs at a time
+# Woken runs at a time. One: the first follower at a state runs the page and the rest
+# replay it (ui.replay); with two, the first two both ran it (bench/classroom.py, 150
+# followers: p95 1.35-1.60 s with one, 1.72 s with two, 2.14 s with three).
+AT_ONCE = max(1, int(os.environ.get("ATTN_WAKE_AT_ONCE", "1")))
 CHECK_S = 0.05  # how often the line looks for a woken run that ended without saying so
 _warned: list[str] = []  # the missing piece, once it has been logged
 
@@ -102,6 +105,7 @@ class Waker:
         _GATE.enter(self, s, tries)
 
     def _start(self, s) -> None:
+        _WOKEN.add(self.session_id)  # this run is the room's, not the student's (woken())
         s.request_rerun(s._client_state)  # the state its last run left: page, query string
 
 
@@ -164,6 +168,16 @@ class _Gate:
 
 
 _GATE = _Gate()
+_WOKEN: set[str] = set()  # sessions whose next run a wake started, until it begins
+
+
+def woken(session_id: str) -> bool:
+    """Whether this session's run was started by a wake (once: the flag is taken)."""
+    try:
+        _WOKEN.remove(session_id)
+    except KeyError:
+        return False
+    return True
 
 
 def finished() -> None:
