@@ -6,8 +6,10 @@ its file exists in pages/.
 
 import streamlit as st
 
+from ui import replay
 from ui.lesson import favicon, pages
 
+replay.arm()  # a woken follower's run is recorded whole, for the next ones (ui.replay)
 st.set_page_config(
     page_title="Attention Explorer",
     page_icon=favicon(),  # assets/favicon.png, inline: a material icon would be fetched online

@@ -51,14 +51,16 @@ POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
 CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends no wake)
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
 _ECHO_WARNED: list[str] = []  # _echo's missing Streamlit piece, once it has been logged
+_STORE: weakref.ref | None = None  # rooms()'s store, for the event loop (no script there)
 
 
 @st.cache_resource(max_entries=1)
 def rooms() -> Rooms:
     """The server's rooms (one process serves every session, as on Community Cloud),
     with the thread that sweeps them while they exist."""
+    global _STORE
     store = Rooms()
-    ref = weakref.ref(store)
+    ref = _STORE = weakref.ref(store)
     threading.Thread(target=_sweep, args=(ref,), name="ui-rooms-sweep", daemon=True).start()
     return store
 
@@ -649,3 +651,40 @@ events.subscribe(events.ANSWERED, collect)
 events.subscribe(events.REVEALED, results)
 events.subscribe(events.OPENED, opened)
 events.subscribe(events.TEACHER_OPENED, teacher_opened)
+
+
+class _World:
+    """What a follower's run takes from its room, for ui.replay: a whole run recorded at
+    one room version is replayed to followers that start from the same state only while
+    the room still shows that version."""
+
+    @staticmethod
+    def _following(get) -> dict | None:
+        state = get(_ROOM)
+        ok = isinstance(state, dict) and not state.get("token") and state.get("following")
+        return state if ok else None
+
+    def seen(self, get) -> Any:
+        state = self._following(get)
+        return (state["code"], state.get("seen")) if state and state.get("woken") else None
+
+    def now(self, get) -> Any:
+        state, store = self._following(get), _STORE() if _STORE else None
+        return (state["code"], store.version(state["code"])) if state and store else None
+
+    def replayed(self, session_id: str, get) -> None:
+        """What `sync` does outside the session: the student counts as following, and
+        the room gets a waker that reads this session's new state."""
+        state, student = self._following(get), get(_STUDENT)
+        store = _STORE() if _STORE else None
+        if not state or not student or store is None:
+            return
+        code = state["code"]
+        store.version(code, student)
+        waker = wake.for_session(
+            session_id, stale=lambda: state["following"] and store.version(code) != state["seen"]
+        )
+        state["woken"] = bool(waker and store.listen(code, student, waker, state["seen"]))
+
+
+replay.WORLD = _World()

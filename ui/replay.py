@@ -1,57 +1,67 @@
-"""Followers at one setting share one run's output (issue 40: 150 followers within 2 s).
+"""Followers at one setting share one run (issue 40: 150 followers within 2 s).
 
 When the teacher moves, every following student's page reruns (ui.wake), and with 150
 students the server did the same page run 150 times: 26 ms of server CPU each on
 /scaling, most of it Streamlit building, hashing and queueing the run's ~65 elements.
 But the students' runs are alike: same page, same room view, same session state (bar
-each student's own id). So the first woken follower at a state runs the page's body for
-real and this module records what the body did; the next woken followers whose state
-is the same get that record replayed instead of running the body:
+each student's own id). So the first woken follower at a state runs its page for real,
+this module records what the run did, and the next woken followers at the same state
+get the record instead of a run. Two records, two ways to use them:
 
-- the messages the body sent (copies, with each download button's deferred CSV
-  registered again for this session, so a click downloads through its own session);
-- the session state the body left (a deep copy: widget values, their metadata, the
-  kit's own keys, the URL's query parameters), with this student's own id kept;
-- the end of the run Streamlit would do (`on_script_finished`: triggers reset, stale
-  widgets dropped), then `st.stop()`.
-
-What decides "the same": the session's whole state (every field of Streamlit's
-SessionState that a run reads: values set by the script, widget values and their keys,
-the query parameters) in a canonical form, plus the page. Two sessions with equal state
-run the same code on the same caches and room, so the body's output and effects are the
-same. The page header (title, class banner with its fragment, the sidebar's share box)
-always runs for real: it is where each session listens to the room and says whether it
-follows.
+- **The whole run, replayed on the event loop** (`direct`, called by ui.wake before it
+  would start a run). Key: the session's state as the next run would start from it
+  (SessionState's compacted state, without the student's id) and its page and query
+  string; plus, outside the session, the room version the run took (`WORLD`, set by
+  ui.classroom: the record is used only while the room still shows that version).
+  What the replay does is what the ScriptRunner and AppSession would have done: the
+  new-session message, the run's messages (shared, each download button registered
+  anew for this session), its fragment registered for this session, its end state
+  (a copy, the student's own id kept), Streamlit's end of a run, the finished message,
+  the client state the next run starts from; and the room's side of the run
+  (`WORLD.replayed`: the student counts as following, the room gets a new waker). No
+  script thread starts: a replay costs the event loop ~1 ms.
+- **The page body, from the class banner on** (`begin`/`end`): for a woken follower
+  whose whole run has no record but whose state after the header matches another's
+  (one who came back to the class, a page switch's second half). The header runs for
+  real; the rest is replayed in the script thread, then `st.stop()`.
 
 A record is only made and used when it is safe to:
 - the run was started by ui.wake (`woken()`), not by the student: a click, a form's
-  submit or a typed answer always runs the body (its callbacks and the answer it sends);
+  submit or a typed answer always runs the page (its callbacks and the answer it sends);
 - no widget trigger is set (a click that arrived together with the wake);
-- the body registered no fragment of its own (a replay could not register it) and
-  raised nothing (st.rerun, st.switch_page: the recording is dropped);
+- nothing in the run that a replay cannot redo for another session: an image or a lazy
+  table registered as the session's own file (`_spoil`), a fragment of the body's own
+  (for the body's record), st.rerun or st.switch_page (the record is dropped), a message
+  after the record was kept;
 - the record is at most RECORD_S old, and a new room version makes a new state anyway.
 
 Streamlit has no public API for this, so every internal it touches is checked once
-(`_works`), and each missing piece turns sharing off with one logged warning: the pages
-then run in full as before (tests/kit/test_replay.py checks the pieces on the pinned
-Streamlit). ATTN_SHARED_RUNS=0 turns it off.
+(`_works`, `_direct_works`), and a missing piece turns sharing off with one logged
+warning: the pages then run in full as before (tests/kit/test_replay.py checks the
+pieces on the pinned Streamlit; tests/kit/test_replay_live.py replays on a live server).
+ATTN_SHARED_RUNS=0 turns it off.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import logging
 import os
+import sys
 import threading
 import time
+import types
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import streamlit as st
 from google.protobuf.message import Message
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.scriptrunner_utils.script_run_context import (
+    SCRIPT_RUN_CONTEXT_ATTR_NAME,
     ThreadState,
     get_script_run_ctx,
 )
@@ -60,6 +70,7 @@ from streamlit.runtime.state.common import TESTING_KEY, WidgetMetadata
 from . import wake
 
 ON = os.environ.get("ATTN_SHARED_RUNS", "1") != "0"
+TRACE = os.environ.get("ATTN_REPLAY_TRACE", "") == "1"
 RECORD_S = 10.0  # a record older than this is run afresh (150 followers take ~1.5 s)
 MAX_RECORDS = 8  # a few pages/steps at once; each holds one run's messages and state
 IDENTITY = ("_ui_room_student",)  # session keys that name the student, not the view
@@ -75,12 +86,13 @@ _FIELDS = (  # SessionState's fields that a replay copies from the record
 )
 _ARMED = "_ui_replay_armed"  # ctx attribute: this run (its cursors) was started by a wake
 _RECORDING = "_ui_replay_recording"  # ctx attribute: the record being made this run
+_WHOLE = "_ui_replay_whole"  # ctx attribute: the whole run's record being made
 _LOG = logging.getLogger(__name__)
 _lock = threading.Lock()
 _records: OrderedDict[Any, _Record] = OrderedDict()
 _local = threading.local()  # the recording of this script thread (for add_deferred)
 _broken: list[str] = []  # the missing piece, once found
-stats = {"recorded": 0, "replayed": 0, "dropped": 0}  # counts, for the tests
+stats = {"recorded": 0, "replayed": 0, "dropped": 0, "whole_recorded": 0, "whole_replayed": 0}
 
 
 @dataclasses.dataclass
@@ -92,6 +104,7 @@ class _Record:
     widget_ids: frozenset[str] = frozenset()
     fragments: frozenset[str] = frozenset()  # fragment ids known when the body began
     made: float = 0.0
+    bad: bool = False  # it did what a replay cannot redo (an image, a lazy table)
 
 
 # ------------------------------------------------------------------------ the key
@@ -171,11 +184,19 @@ def _works(ctx: Any) -> bool:
 
 # -------------------------------------------------------------------- recording
 def arm() -> None:
-    """Start of every page run: note whether ui.wake started it (the flag is taken now,
-    so it never outlives this run)."""
+    """Start of every page run (app.py's first line, and ui.page_header for a page run on
+    its own): note whether ui.wake started it (the flag is taken now, so it never
+    outlives this run), and record the whole run when the wake named its state."""
     ctx = get_script_run_ctx()
-    if ctx is not None:
-        setattr(ctx, _ARMED, ctx.cursors if wake.woken(ctx.session_id) else None)
+    if ctx is None or getattr(ctx, _ARMED, None) is ctx.cursors:
+        return  # armed already in this run
+    abandon()  # records left by an earlier run of this context are not this one's
+    _drop_whole(ctx)
+    token = wake.woken(ctx.session_id)
+    setattr(ctx, _ARMED, ctx.cursors if token is not None else None)
+    whole = token is not None and token is not True and ON and not ctx.fragment_ids_this_run
+    if whole and _works(ctx) and not _triggered(ctx.session_state._state):
+        _start_whole(ctx, token)
 
 
 def begin(file: str) -> None:
@@ -218,30 +239,34 @@ def _start(ctx: Any, key: Any) -> None:
         send(msg)  # (which gives it its hash: a replay need not hash it again)
         copied = ForwardMsg()
         copied.CopyFrom(msg)
-        deferred = getattr(_local, "deferred", None)
-        if deferred is not None:  # the deferred CSV this download button registered
-            rec.deferred[len(rec.messages)] = deferred
-            _local.deferred = None
+        _note_deferred(rec.deferred, len(rec.messages), copied)
         rec.messages.append(copied)
 
     ctx.enqueue = recording
     setattr(ctx, _RECORDING, (rec, send, run))
     _local.recording = rec
-    _local.deferred = None
 
 
 def end() -> None:
-    """End of a page's body (ui.chrome.prev_next): keep this run's record, if it made one."""
+    """End of a page's body (ui.chrome.prev_next): keep this run's records, if it made
+    any (the body's from the banner on, and the whole run's)."""
     ctx = get_script_run_ctx()
-    made = getattr(ctx, _RECORDING, None) if ctx is not None else None
+    if ctx is None:
+        return
+    _end_body(ctx)
+    _end_whole(ctx)
+
+
+def _end_body(ctx: Any) -> None:
+    made = getattr(ctx, _RECORDING, None)
     if made is None:
         return
     rec, send, run = made
     ctx.enqueue = send
     delattr(ctx, _RECORDING)
     _local.recording = None
-    if ctx.cursors is not run or rec.made < 0:
-        stats["dropped"] += 1  # the record began in an earlier run of this context
+    if ctx.cursors is not run or rec.made < 0 or rec.bad:
+        stats["dropped"] += 1  # an earlier run of this context's, or one it cannot copy
         return
     if ctx.shared.new_fragment_ids.snapshot() - rec.fragments:
         stats["dropped"] += 1  # a fragment of the body's own: a replay cannot make it
@@ -271,6 +296,341 @@ def abandon() -> None:
         ctx.enqueue = made[1]
         delattr(ctx, _RECORDING)
     _local.recording = None
+
+
+# ------------------------------------------------------------------ whole runs
+# The first woken follower at a state runs its page; its whole run is recorded, from
+# app.py's first line to the body's end. A later wake of a follower whose session starts
+# from the same state, while the room still shows the version that run took, needs no
+# run at all: ui.wake calls `direct` on the event loop, which does to the session what
+# that run did (its messages, its session state, its fragment, its downloads, Streamlit's
+# start and end of a run) without a script thread. That is the state key `_prekey`: the
+# session's whole state as its last run left it, plus its page and query string.
+
+
+@dataclasses.dataclass
+class _Whole:
+    key: Any
+    page_hash: str
+    messages: list[ForwardMsg] = dataclasses.field(default_factory=list)
+    deferred: dict[int, tuple] = dataclasses.field(default_factory=dict)
+    registered: list[tuple] = dataclasses.field(default_factory=list)  # fragments
+    state: dict[str, Any] = dataclasses.field(default_factory=dict)
+    widget_ids: frozenset[str] = frozenset()
+    fragment_ids: frozenset[str] = frozenset()
+    query_string: str = ""
+    world: Any = None  # what the run took from outside the session (the room's version)
+    made: float = 0.0
+    bad: bool = False
+
+
+class World(Protocol):
+    """What a run reads from outside its session (ui.classroom: the room)."""
+
+    def seen(self, get: Callable[[str], Any]) -> Any:
+        """At the end of a run, from its session state: what it took (None: not shared)."""
+
+    def now(self, get: Callable[[str], Any]) -> Any:
+        """On the event loop, for a session about to be replayed: what a run would take
+        now. A record is replayed only where this equals the record's `seen`."""
+
+    def replayed(self, session_id: str, get: Callable[[str], Any]) -> None:
+        """After a replay: what the run would have done outside the session."""
+
+
+WORLD: World | None = None  # set by ui.classroom; without it no whole run is replayed
+_wholes: OrderedDict[Any, _Whole] = OrderedDict()
+
+
+def _prekey(s: Any) -> Any:
+    """The state a woken run of AppSession `s` would start from; None where it would
+    carry something of the browser's (widget states, a fragment's run)."""
+    cs = s._client_state
+    if cs.fragment_id or len(cs.widget_states.widgets):
+        return None
+    ss = s._session_state
+    return (
+        "whole", cs.page_script_hash, cs.page_name, cs.query_string,
+        _canon(_compacted(ss)), _canon(ss._key_id_mapper._key_id_mapping),
+    )  # fmt: skip
+
+
+def _compacted(ss: Any) -> dict[str, Any]:
+    """The session state a run starts from: what SessionState._compact_state leaves at
+    the start of every run, computed without changing anything. (Between two changes
+    some followers ran a fragment, which compacts, and some did not: the same state.)
+    The query parameters are not in it: every run reads them anew from the client's
+    query string."""
+    out = {k: v for k, v in ss._old_state.items() if k not in _NOT_STATE}
+    for k in ss._keys():
+        if k not in _NOT_STATE:  # (as _compact_state: a widget state without its
+            with contextlib.suppress(KeyError):  # metadata is left out)
+                out[k] = ss[k]
+    return out
+
+
+def _start_whole(ctx: Any, key: Any) -> None:
+    rec = _Whole(key, ctx.page_script_hash)
+    send, run = ctx.enqueue, ctx.cursors
+
+    def recording(msg: ForwardMsg) -> None:
+        send(msg)
+        if ctx.cursors is not run:  # a later run of this context (or st.rerun's)
+            rec.bad = rec.bad or not rec.made
+            return
+        if rec.made:  # this run went on after its record was kept: it is not the run
+            _forget(rec)
+            return
+        copied = ForwardMsg()
+        copied.CopyFrom(msg)
+        _note_deferred(rec.deferred, len(rec.messages), copied)
+        rec.messages.append(copied)
+
+    ctx.enqueue = recording
+    setattr(ctx, _WHOLE, (rec, send, run))
+    _local.whole, _local.storage = rec, ctx.fragment_storage
+
+
+def _drop_whole(ctx: Any) -> None:
+    made = getattr(ctx, _WHOLE, None)
+    if made is not None:
+        ctx.enqueue = made[1]
+        delattr(ctx, _WHOLE)
+    _local.whole = _local.storage = None
+
+
+def _end_whole(ctx: Any) -> None:
+    made = getattr(ctx, _WHOLE, None)
+    if made is None or made[0].made:
+        return
+    rec, _send_on, run = made
+    _local.whole = _local.storage = None
+    ok = ctx.cursors is run and not rec.bad and WORLD is not None
+    registered = {r[0] for r in rec.registered}
+    rec.fragment_ids = ctx.shared.new_fragment_ids.snapshot()
+    if ok and registered != set(rec.fragment_ids):
+        ok = False  # a fragment registered before the recording began
+    if ok:
+        try:
+            with ctx.session_state._lock:
+                ss = ctx.session_state._state
+                rec.state = {name: _copy(getattr(ss, name)) for name in _FIELDS}
+            rec.world = WORLD.seen(st.session_state.get)
+        except Exception:
+            ok = False
+    if not ok or rec.world is None:
+        _drop_whole(ctx)
+        stats["dropped"] += 1
+        return
+    rec.widget_ids = ctx.shared.widget_ids_this_run.snapshot()
+    rec.query_string = ctx.query_string
+    rec.made = time.monotonic()  # sealed: a message after this drops it (`recording`)
+    with _lock:
+        _wholes[rec.key] = rec
+        _wholes.move_to_end(rec.key)
+        while len(_wholes) > MAX_RECORDS:
+            _wholes.popitem(last=False)
+    stats["whole_recorded"] += 1
+    _trace("recorded a whole run")
+
+
+def _forget(rec: _Whole) -> None:
+    with _lock:
+        if _wholes.get(rec.key) is rec:
+            del _wholes[rec.key]
+
+
+def direct(session_id: str, s: Any) -> tuple[bool, Any]:
+    """ui.wake, on the event loop, before it reruns a follower's page: replay a whole run
+    recorded from the same state if there is one (True), and the state's key."""
+    if not ON or WORLD is None or not _direct_works(s):
+        return False, None
+    key = _prekey(s)
+    if key is None:
+        return False, None
+    with _lock:
+        rec = _wholes.get(key)
+        if rec is not None and time.monotonic() - rec.made > RECORD_S:
+            del _wholes[key]
+            rec = None
+    if rec is None or WORLD.now(_getter(s._session_state)) != rec.world:
+        return False, key
+    _replay_whole(session_id, s, rec)
+    return True, key
+
+
+def _getter(ss: Any) -> Callable[[str], Any]:
+    def get(key: str) -> Any:
+        try:
+            return ss[key]
+        except KeyError:
+            return None
+
+    return get
+
+
+def _replay_whole(session_id: str, s: Any, rec: _Whole) -> None:
+    """Do to AppSession `s` what the recorded run did, as the ScriptRunner and AppSession
+    would have done it, in the order they do it (on the event loop, no run going on)."""
+    from streamlit import runtime
+    from streamlit.runtime.app_session import AppSessionState
+    from streamlit.runtime.scriptrunner_utils.run_descriptor import RunDescriptor
+    from streamlit.runtime.state.session_state import SCRIPT_RUN_WITHOUT_ERRORS_KEY
+
+    ss = s._session_state
+    own = {k: ss._new_session_state.get(k, ss._old_state.get(k)) for k in IDENTITY}
+    state = {name: _copy(value) for name, value in rec.state.items()}  # may raise: nothing done
+    rt = runtime.get_instance()
+    files, frames = rt.media_file_mgr, rt.dataframe_source_mgr
+    # The run's start: the session's files and lazy tables are let go (remove_orphaned
+    # below drops what no session holds any more), its queue cleared, a new run begun.
+    files.clear_session_refs(session_id)
+    frames.clear_session_refs(session_id)
+    msgs = _own_downloads(session_id, rec, files)
+    run = RunDescriptor.create()
+    queue = s._browser_queue
+    s._unsettle()
+    was_running = s._state == AppSessionState.APP_IS_RUNNING
+    s._state = AppSessionState.APP_IS_RUNNING
+    s._clear_queue()
+    queue.enqueue(s._create_new_session_message(rec.page_hash, run, s._pages_manager.get_pages()))
+    if not was_running:
+        queue.enqueue(s._create_session_status_changed_message())
+    _register(s._fragment_storage, rec)
+    for msg in msgs:
+        queue.enqueue(msg)
+    s._fragment_storage.clear(new_fragment_ids=rec.fragment_ids)
+    # The run's end: its session state, Streamlit's end of a run, the finished message.
+    for name, value in state.items():
+        setattr(ss, name, value)
+    for k, v in own.items():
+        if v is not None:
+            ss._new_session_state[k] = v
+    ss._new_session_state[SCRIPT_RUN_WITHOUT_ERRORS_KEY] = True  # (what ss[...] = does)
+    with _AsSession(session_id, rec.page_hash):  # it reads the run's page from its context
+        ss.on_script_finished(rec.widget_ids)
+    s._state = AppSessionState.APP_NOT_RUNNING
+    queue.enqueue(s._create_script_finished_message(ForwardMsg.FINISHED_SUCCESSFULLY, run))
+    queue.enqueue(s._create_session_status_changed_message())
+    files.remove_orphaned_files()
+    frames.remove_orphaned_sources()
+    _settle(s, rec)
+    stats["whole_replayed"] += 1
+    _trace("replayed a whole run")
+    WORLD.replayed(session_id, _getter(ss))
+
+
+def _register(storage: Any, rec: _Whole) -> None:
+    """The run's fragments, registered for this session as the run registered them (a
+    fragment holds no session of its own: it finds its run's context when it runs)."""
+    storage.clear_outside_wrappers()
+    for fragment_id, fragment, parent, target, more in rec.registered:
+        storage.register(
+            fragment_id, fragment, parent_fragment_id=parent, target_key=target, **more
+        )
+
+
+def _own_downloads(session_id: str, rec: _Whole, files: Any) -> list[ForwardMsg]:
+    """The record's messages (shared: nothing on their way to a browser changes them),
+    each download button a copy with its CSV registered for this session."""
+    from streamlit.runtime.forward_msg_cache import populate_hash_if_needed
+
+    msgs = list(rec.messages)
+    with _AsSession(session_id, rec.page_hash):
+        for i, (fn, mime, coords, name, element_id) in rec.deferred.items():
+            out = ForwardMsg()
+            out.CopyFrom(msgs[i])
+            _download_button(out).deferred_file_id = files.add_deferred(
+                fn, mime, coords, file_name=name, element_id=element_id
+            )
+            out.hash = ""  # its content changed
+            populate_hash_if_needed(out)
+            msgs[i] = out
+    return msgs
+
+
+def _settle(s: Any, rec: _Whole) -> None:
+    """What the run's script thread leaves behind when it ends: the client state the
+    next run starts from, and the runtime told that there is something to send."""
+    s._client_state.query_string = rec.query_string
+    s._client_state.page_script_hash = rec.page_hash
+    s._settle_once_delivered()
+    if s._message_enqueued_callback:
+        s._message_enqueued_callback()
+
+
+class _AsSession:
+    """On the event loop, what Streamlit reads from the running script's context sees a
+    run of this session: its id (add_deferred) and its page, a full run's (SessionState's
+    removal of stale widgets at the end of a run)."""
+
+    def __init__(self, session_id: str, page_hash: str = "") -> None:
+        self.stand_in = types.SimpleNamespace(
+            session_id=session_id, page_script_hash=page_hash, fragment_ids_this_run=None
+        )
+
+    def __enter__(self) -> None:
+        self.thread = threading.current_thread()
+        self.before = getattr(self.thread, SCRIPT_RUN_CONTEXT_ATTR_NAME, None)
+        setattr(self.thread, SCRIPT_RUN_CONTEXT_ATTR_NAME, self.stand_in)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.before is None:
+            delattr(self.thread, SCRIPT_RUN_CONTEXT_ATTR_NAME)
+        else:
+            setattr(self.thread, SCRIPT_RUN_CONTEXT_ATTR_NAME, self.before)
+
+
+_SESSION_PIECES = (
+    "_client_state", "_session_state", "_browser_queue", "_fragment_storage",
+    "_pages_manager", "_state", "_message_enqueued_callback", "_clear_queue", "_unsettle",
+    "_create_new_session_message", "_create_script_finished_message",
+    "_create_session_status_changed_message", "_settle_once_delivered",
+)  # fmt: skip
+
+
+def _direct_works(s: Any) -> bool:
+    """Whether every piece of an AppSession and the runtime a whole replay uses is there
+    (once; a missing one turns whole replays off with one warning)."""
+    if _broken:
+        return False
+    if _checked:
+        return True
+    try:
+        from streamlit import runtime
+        from streamlit.runtime.app_session import AppSessionState
+        from streamlit.runtime.scriptrunner_utils.run_descriptor import RunDescriptor
+        from streamlit.runtime.state.session_state import SCRIPT_RUN_WITHOUT_ERRORS_KEY
+
+        for name in _SESSION_PIECES:
+            getattr(s, name)
+        ss = s._session_state
+        for name in _FIELDS:
+            getattr(ss, name)
+        ss.on_script_finished, s._client_state.widget_states.widgets  # noqa: B018
+        s._fragment_storage.clear_outside_wrappers, s._fragment_storage.clear  # noqa: B018
+        s._pages_manager.get_pages  # noqa: B018
+        rt = runtime.get_instance()
+        rt.media_file_mgr.clear_session_refs, rt.media_file_mgr.remove_orphaned_files  # noqa: B018
+        rt.dataframe_source_mgr.clear_session_refs  # noqa: B018
+        rt.dataframe_source_mgr.remove_orphaned_sources  # noqa: B018
+        AppSessionState.APP_IS_RUNNING, RunDescriptor.create, SCRIPT_RUN_WITHOUT_ERRORS_KEY  # noqa: B018
+    except Exception as e:
+        _broken.append(repr(e))
+        _LOG.warning("followers run their pages: this Streamlit lacks a piece ui.replay "
+                     "needs to replay a whole run (%r)", e)  # fmt: skip
+        return False
+    _checked.append(True)
+    return True
+
+
+_checked: list[bool] = []
+
+
+def _trace(what: str) -> None:
+    """ATTN_REPLAY_TRACE=1: one line on stderr per record and replay (tests, benches)."""
+    if TRACE:
+        print(f"ui.replay: {what}", file=sys.stderr, flush=True)
 
 
 _SHARED = (str, int, float, bool, bytes, type(None), Message, WidgetMetadata)
@@ -409,33 +769,111 @@ def _download_button(msg: ForwardMsg):
     return el.download_button if el.WhichOneof("type") == "download_button" else None
 
 
-def _patch_add_deferred() -> None:
-    """Note, in a recording script thread, what each deferred download registered."""
-    try:
-        from streamlit.runtime.media_file_manager import MediaFileManager
-    except ImportError:
+def _recording() -> bool:
+    """Whether this script thread records a run (its body's or the whole of it)."""
+    return (
+        getattr(_local, "recording", None) is not None or getattr(_local, "whole", None) is not None
+    )
+
+
+def _spoil() -> None:
+    """The run did what a replay cannot redo for another session (an image or a lazy
+    table registered for this session alone): neither of its records is kept."""
+    for name in ("recording", "whole"):
+        rec = getattr(_local, name, None)
+        if rec is not None:
+            rec.bad = True
+
+
+def _note_deferred(into: dict[int, tuple], index: int, msg: ForwardMsg) -> None:
+    """A download button's message: note the deferred CSV it registered, to register it
+    again for each session it is replayed to (a button whose file is unknown spoils)."""
+    button = _download_button(msg)
+    if button is None or not button.deferred_file_id:
+        if button is not None and button.url:
+            _spoil()  # its data was registered as this session's file
         return
-    original = MediaFileManager.add_deferred
-    if getattr(original, "_ui_replay", False):
+    args = _deferred_ids().get(button.deferred_file_id)
+    if args is None:
+        _spoil()
+    else:
+        into[index] = args
+
+
+def _deferred_ids() -> dict[str, tuple]:
+    ids = getattr(_local, "deferred_ids", None)
+    if ids is None:
+        ids = _local.deferred_ids = {}
+    return ids
+
+
+def _patch() -> None:
+    """Streamlit's registries a run writes to besides its messages and session state:
+    deferred downloads are noted (a replay registers them again), fragments are noted
+    for the whole run's record (the replay registers them for its session), and an image
+    or a lazy table spoils the records (a replay does not redo them)."""
+    from streamlit.runtime.dataframe_source_manager import DataframeSourceManager
+    from streamlit.runtime.fragment import MemoryFragmentStorage
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    add_deferred = MediaFileManager.add_deferred
+    if getattr(add_deferred, "_ui_replay", False):
         return
 
-    def add_deferred(self, data_callable, mimetype, coordinates, file_name=None, *,
-                     element_id=""):  # fmt: skip
-        if getattr(_local, "recording", None) is not None:
-            _local.deferred = (data_callable, mimetype, coordinates, file_name, element_id)
-        return original(
+    def deferred(self, data_callable, mimetype, coordinates, file_name=None, *,
+                 element_id=""):  # fmt: skip
+        file_id = add_deferred(
             self, data_callable, mimetype, coordinates, file_name=file_name,
             element_id=element_id,
         )  # fmt: skip
+        if _recording():
+            ids = _deferred_ids()
+            if len(ids) > 4096:  # a thread that recorded long ago: nothing refers to these
+                ids.clear()
+            ids[file_id] = (data_callable, mimetype, coordinates, file_name, element_id)
+        return file_id
 
-    add_deferred._ui_replay = True  # type: ignore[attr-defined]
-    MediaFileManager.add_deferred = add_deferred
+    def spoiling(original):
+        def spoils(self, *args, **kwargs):
+            if _recording():
+                _spoil()
+            return original(self, *args, **kwargs)
+
+        return spoils
+
+    register = MemoryFragmentStorage.register
+
+    def registering(self, key, fragment, *, parent_fragment_id=None, target_key=None,
+                    **kwargs):  # fmt: skip
+        whole = getattr(_local, "whole", None)
+        if whole is not None and getattr(_local, "storage", None) is self:
+            whole.registered.append((key, fragment, parent_fragment_id, target_key, kwargs))
+        return register(
+            self, key, fragment, parent_fragment_id=parent_fragment_id,
+            target_key=target_key, **kwargs,
+        )  # fmt: skip
+
+    deferred._ui_replay = True  # type: ignore[attr-defined]
+    MediaFileManager.add_deferred = deferred
+    MediaFileManager.add = spoiling(MediaFileManager.add)
+    DataframeSourceManager.register_source = spoiling(DataframeSourceManager.register_source)
+    MemoryFragmentStorage.register_outside_wrapper = spoiling(
+        MemoryFragmentStorage.register_outside_wrapper
+    )
+    MemoryFragmentStorage.register = registering
 
 
-_patch_add_deferred()
+try:
+    _patch()
+except (ImportError, AttributeError) as e:  # checked again, loudly, by _works
+    _broken.append(repr(e))
 
 
 def clear() -> None:
     """Forget every record (tests)."""
     with _lock:
         _records.clear()
+
+
+if ON:
+    wake.DIRECT = direct  # every wake first looks for a whole run to replay

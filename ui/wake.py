@@ -104,9 +104,27 @@ class Waker:
             return
         _GATE.enter(self, s, tries)
 
-    def _start(self, s) -> None:
-        _WOKEN.add(self.session_id)  # this run is the room's, not the student's (woken())
+    def _start(self, s) -> bool:
+        """Bring the session up to the room: False when it was done at once (a run
+        alike recorded before was replayed on this loop, ui.replay), True when a run
+        started."""
+        key = None
+        if DIRECT is not None:
+            try:
+                done, key = DIRECT(self.session_id, s)
+            except Exception as e:  # never worse than a run
+                _warn_direct(e)
+                done, key = False, None
+            if done:
+                return False
+        # This run is the room's, not the student's (woken()); `key` names the state it
+        # starts from, so that it may be recorded for the next followers (ui.replay).
+        if len(_WOKEN) >= MAX_WOKEN:  # sessions that closed before their run began
+            for sid in [k for k in _WOKEN if session(k) is None]:
+                _WOKEN.pop(sid, None)
+        _WOKEN[self.session_id] = True if key is None else key
         s.request_rerun(s._client_state)  # the state its last run left: page, query string
+        return True
 
 
 class _Gate:
@@ -118,6 +136,7 @@ class _Gate:
         self.waiting: deque[tuple[Waker, Any, int]] = deque()
         self.loop: Any = None
         self.checking = False
+        self.later = False  # a _fill is due on the loop's next turn
 
     def enter(self, waker: Waker, s, tries: int) -> None:
         self.loop = s._event_loop
@@ -139,13 +158,22 @@ class _Gate:
             try:
                 if s._state.name == "SHUTDOWN_REQUESTED" or not waker.stale():
                     continue
-                waker._start(s)
+                started = waker._start(s)
             except Exception:  # a session torn down meanwhile: the next one
                 continue
+            if not started:  # replayed at once: the loop sends its messages before the next
+                if self.waiting and not self.later:
+                    self.later = True
+                    self.loop.call_soon(self._next)
+                break
             self.running[waker.session_id] = s
         if self.running and not self.checking:
             self.checking = True
             self.loop.call_later(CHECK_S, self._check)
+
+    def _next(self) -> None:
+        self.later = False
+        self._fill()
 
     def _check(self) -> None:
         """Runs that ended without `finished` (stopped, failed, another page's script)."""
@@ -168,16 +196,52 @@ class _Gate:
 
 
 _GATE = _Gate()
-_WOKEN: set[str] = set()  # sessions whose next run a wake started, until it begins
+# Sessions whose next run a wake started, until it begins: True, or the key of the state
+# it starts from (ui.replay). A session that closes first leaves its entry; `_start`
+# drops those of closed sessions once there are many.
+_WOKEN: dict[str, Any] = {}
+MAX_WOKEN = 4096
+# ui.replay's replay of a whole run on the event loop: (session id, AppSession) ->
+# (done, key of the session's state or None). None: every wake starts a run.
+DIRECT: Callable[[str, Any], tuple[bool, Any]] | None = None
+_direct_warned: list[str] = []
 
 
-def woken(session_id: str) -> bool:
-    """Whether this session's run was started by a wake (once: the flag is taken)."""
+def _warn_direct(e: Exception) -> None:
+    if not _direct_warned:
+        _direct_warned.append(repr(e))
+        logging.getLogger(__name__).exception("a wake's replay failed; the page runs instead")
+
+
+def woken(session_id: str) -> Any:
+    """None when this session's run was not started by a wake; else True or the key of
+    the state it started from (once: the flag is taken)."""
+    return _WOKEN.pop(session_id, None)
+
+
+def session(session_id: str) -> Any:
+    """The AppSession of a session of this server that has its browser connected, or
+    None (AppTest, bare mode, a closed session)."""
     try:
-        _WOKEN.remove(session_id)
-    except KeyError:
-        return False
-    return True
+        from streamlit import runtime
+
+        if not runtime.exists():
+            return None
+        info = runtime.get_instance()._session_mgr.get_active_session_info(session_id)
+        return info.session if info is not None else None
+    except Exception:
+        return None
+
+
+def for_session(session_id: str, stale: Callable[[], bool]) -> Waker | None:
+    """A waker for a session named by its id (from the event loop, where no script runs:
+    ui.replay), or None where none can be made."""
+    try:
+        from streamlit import runtime
+
+        return Waker(session_id, runtime.get_instance()._session_mgr, stale)
+    except Exception:
+        return None
 
 
 def finished() -> None:

@@ -30,7 +30,7 @@ SESSION = "test session id"  # AppTest's one session id
 
 def woken(at):
     """Rerun `at` as ui.wake reruns a follower."""
-    wake._WOKEN.add(SESSION)
+    wake._WOKEN[SESSION] = True
     at.run()
     no_exception(at)
     return at

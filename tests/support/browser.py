@@ -119,7 +119,9 @@ def streamlit_server(
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     # The server's log goes to a file: a pipe nobody reads fills after 64 KB of warnings
     # over a long test run, and then every thread of the server that logs blocks.
-    log = tempfile.TemporaryFile()  # noqa: SIM115  (closed in the finally below)
+    # ATTN_SERVER_LOG=path keeps it (a bench's server, to read afterwards).
+    kept = os.environ.get("ATTN_SERVER_LOG")
+    log = open(kept, "w+b") if kept else tempfile.TemporaryFile()  # noqa: SIM115  (closed below)
     proc = subprocess.Popen(
         [
             sys.executable, "-m", "streamlit", "run", app,

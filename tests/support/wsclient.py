@@ -47,6 +47,7 @@ class Run:
     elements: list = field(default_factory=list)  # Element protos (delta.new_element)
     finished: str | None = None
     page_hash: str = ""
+    timers: list = field(default_factory=list)  # fragment ids the run asked to rerun
 
     def of(self, kind: str) -> list:
         return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
@@ -95,14 +96,17 @@ class WsClient:
     def __exit__(self, *exc) -> None:
         self.ws.close()
 
-    def send_rerun(self, page: str = "", query: str = "", widgets=()) -> None:
+    def send_rerun(self, page: str = "", query: str = "", widgets=(), fragment: str = "") -> None:
         """Ask for a run: `page` is the URL path's page name (first run), later runs stay
-        on the page the last run drew; `widgets` are WidgetState protos."""
+        on the page the last run drew; `widgets` are WidgetState protos; `fragment` asks
+        for that fragment's run, as its timer in a browser does."""
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string, cs.page_script_hash = query, self.page_hash
         if page:
             cs.page_name = page
+        if fragment:
+            cs.fragment_id, cs.is_auto_rerun = fragment, True
         cs.widget_states.widgets.extend(widgets)
         self.ws.send(msg.SerializeToString())
 
@@ -118,12 +122,15 @@ class WsClient:
             kind = fm.WhichOneof("type")
             if kind == "new_session":
                 run.elements.clear()  # a new run started: what came before was another's
+                run.timers.clear()
             elif kind == "navigation":
                 # The page this run draws. new_session's hash can be app.py's own on a
                 # session's first run, which opens the default page when asked for again.
                 self.page_hash = run.page_hash = fm.navigation.page_script_hash
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
                 run.elements.append(fm.delta.new_element)
+            elif kind == "auto_rerun":
+                run.timers.append(fm.auto_rerun.fragment_id)
             elif kind == "script_finished":
                 run.finished = FINISHED.get(fm.script_finished, str(fm.script_finished))
                 if fm.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
