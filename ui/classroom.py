@@ -229,6 +229,7 @@ def _follow(state: dict, view, url_path: str) -> None:
     if view.page is not None and view.page != url_path:
         target = next((x for x in LESSONS if x.url_path == view.page), None)
         if target is not None:
+            replay.carry()  # the new page's run is this wake's too: it may be shared
             st.switch_page(target.file, query_params={"room": state["code"]})
     for key, value in view.values.items():
         st.session_state[key] = value  # before any widget of this run exists

@@ -87,6 +87,7 @@ _FIELDS = (  # SessionState's fields that a replay copies from the record
 _ARMED = "_ui_replay_armed"  # ctx attribute: this run (its cursors) was started by a wake
 _RECORDING = "_ui_replay_recording"  # ctx attribute: the record being made this run
 _WHOLE = "_ui_replay_whole"  # ctx attribute: the whole run's record being made
+_CARRY = "_ui_replay_carry"  # ctx attribute: a woken run goes on as the next (a page switch)
 _LOG = logging.getLogger(__name__)
 _lock = threading.Lock()
 _records: OrderedDict[Any, _Record] = OrderedDict()
@@ -193,10 +194,21 @@ def arm() -> None:
     abandon()  # records left by an earlier run of this context are not this one's
     _drop_whole(ctx)
     token = wake.woken(ctx.session_id)
-    setattr(ctx, _ARMED, ctx.cursors if token is not None else None)
+    carried = getattr(ctx, _CARRY, None) is not None  # this run goes on a woken one
+    if carried:
+        delattr(ctx, _CARRY)
+    setattr(ctx, _ARMED, ctx.cursors if token is not None or carried else None)
     whole = token is not None and token is not True and ON and not ctx.fragment_ids_this_run
     if whole and _works(ctx) and not _triggered(ctx.session_state._state):
         _start_whole(ctx, token)
+
+
+def carry() -> None:
+    """Just before a woken run switches page (ui.classroom, the teacher's new page): the
+    run that follows on the new page is the same wake's, so its body may be shared too."""
+    ctx = get_script_run_ctx()
+    if ctx is not None and getattr(ctx, _ARMED, None) is ctx.cursors:
+        setattr(ctx, _CARRY, True)
 
 
 def begin(file: str) -> None:
@@ -750,18 +762,14 @@ def _send(ctx: Any, msgs: list[ForwardMsg]) -> None:
 
 
 def _session(ctx: Any) -> Any:
+    """The run's AppSession, with the pieces the bulk send uses; None without one."""
+    s = wake.session(ctx.session_id)
     try:
-        from streamlit import runtime
-
-        if not runtime.exists():
-            return None
-        info = runtime.get_instance()._session_mgr.get_active_session_info(ctx.session_id)
-        s = info.session
         s._browser_queue.enqueue, s._message_enqueued_callback, s._call_soon_on_event_loop  # noqa: B018
         s._scriptrunner  # noqa: B018
-        return s
-    except Exception:
+    except AttributeError:
         return None
+    return s
 
 
 def _download_button(msg: ForwardMsg):

@@ -115,6 +115,22 @@ def test_a_replayed_follower_can_still_move_a_control_and_explore(klass):
     assert first.session_state["d_k"] == 128  # the other student is untouched
 
 
+def test_a_page_switch_shares_the_new_page_s_run(klass, monkeypatch):
+    teacher, (first, second, third) = klass
+    teacher.switch_page("pages/softmax.py").run()  # the class follows to the next lesson
+    no_exception(teacher)
+    before = dict(replay.stats)
+    woken(first)  # switches page, then runs the new page and leaves a record
+    woken(second)  # switches page, then gets the new page's body replayed
+    assert replay.stats["recorded"] == before["recorded"] + 1
+    assert replay.stats["replayed"] == before["replayed"] + 1
+    monkeypatch.setattr(replay, "ON", False)
+    woken(third)  # the same, in full
+    assert second.session_state["_ui_page"] == third.session_state["_ui_page"] == "pages/softmax.py"
+    assert _elements(second._tree, []) == _elements(third._tree, [])  # (each its own CSVs)
+    assert _state(second) == _state(third)
+
+
 def test_only_a_woken_run_records_or_replays(klass):
     _, (first, second, _) = klass
     before = dict(replay.stats)

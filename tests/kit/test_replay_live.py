@@ -109,7 +109,8 @@ def test_followers_at_one_state_get_one_recorded_run(server):
             assert check.finished == "fragment finished" and not check.exceptions
 
             # A replayed student explores alone; the others still follow the teacher.
-            own = late.run(query=f"{query}&d_k=512", widgets=[d_k(runs[-1].widget_id("d_k"), "512")])
+            mine = d_k(runs[-1].widget_id("d_k"), "512")
+            own = late.run(query=f"{query}&d_k=512", widgets=[mine])
             assert any("exploring on your own" in t for t in own.texts)
             teacher.run(query=f"{query}&d_k=32", widgets=[d_k(dial, "32")])
             for s in students[:-1]:
