@@ -249,14 +249,19 @@ def _start(ctx: Any, key: Any) -> None:
             send(msg)
             return
         send(msg)  # (which gives it its hash: a replay need not hash it again)
-        copied = ForwardMsg()
-        copied.CopyFrom(msg)
-        _note_deferred(rec.deferred, len(rec.messages), copied)
-        rec.messages.append(copied)
+        _keep(rec, msg)
 
     ctx.enqueue = recording
     setattr(ctx, _RECORDING, (rec, send, run))
     _local.recording = rec
+
+
+def _keep(rec: _Record | _Whole, msg: ForwardMsg) -> None:
+    """A sent message, copied into a record (with the deferred CSV a download noted)."""
+    copied = ForwardMsg()
+    copied.CopyFrom(msg)
+    _note_deferred(rec.deferred, len(rec.messages), copied)
+    rec.messages.append(copied)
 
 
 def end() -> None:
@@ -393,10 +398,7 @@ def _start_whole(ctx: Any, key: Any) -> None:
         if rec.made:  # this run went on after its record was kept: it is not the run
             _forget(rec)
             return
-        copied = ForwardMsg()
-        copied.CopyFrom(msg)
-        _note_deferred(rec.deferred, len(rec.messages), copied)
-        rec.messages.append(copied)
+        _keep(rec, msg)
 
     ctx.enqueue = recording
     setattr(ctx, _WHOLE, (rec, send, run))
