@@ -6,9 +6,10 @@ its file exists in pages/.
 
 import streamlit as st
 
-from ui import replay
+from ui import replay, runtime
 from ui.lesson import favicon, pages
 
+runtime.install()  # once per process: Streamlit's private pieces the app needs (ui/runtime)
 replay.arm()  # a woken follower's run is recorded whole, for the next ones (ui.replay)
 st.set_page_config(
     page_title="Attention Explorer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -15,7 +16,18 @@ from streamlit.runtime.pages_manager import PagesManager
 from attn_core import device_label, pick_device
 from figures import Chart
 
-from . import classroom, content, controls, events, exercises, plotly_spec, replay, share, wake
+from . import (
+    classroom,
+    content,
+    controls,
+    events,
+    exercises,
+    plotly_spec,
+    replay,
+    runtime,
+    share,
+    wake,
+)
 from .controls import (
     escape,  # the one escaping function (also ui.escape)
     noting,
@@ -57,6 +69,7 @@ def device_badge() -> None:
 def page_header(file: str, intro: str | None = None) -> Lesson:
     """Title, the question the page answers, an intro, and where it computes."""
     replay.arm()
+    _LOCAL.present_slot = None  # (a run cut short left its slot behind)
     if PagesManager.uses_pages_directory:
         # The very first request after the server starts may name a page file directly
         # (e.g. /softmax): Streamlit then runs it through its automatic pages/ navigation,
@@ -81,6 +94,10 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     # is replayed from the banner on (ui.replay), so that all but the banner is shared.
     head = st.container()
     classroom.banner()  # class mode: following, exploring, or the teacher's room
+    if held := runtime.slowed():  # this run is one the server held back (ui.runtime.gate)
+        n, gap = held
+        st.info(content.words("kit", "runtime.slowed", n=n, s="" if n == 1 else "s", gap=gap),
+                icon=":material/speed:")  # fmt: skip
     with head:
         _title(lesson)
     st.session_state.pop(_CONTROLS_SLOT, None)
@@ -106,7 +123,10 @@ def _title(lesson: Lesson) -> None:
         with st.sidebar:
             st.markdown("**Share this view**")
             share.link_box()
-            share.present_toggle_link(lesson.file)
+            # Filled at the run's end (prev_next): the controls bound to the URL have
+            # written this run's values into it by then (a following student's link
+            # carries the teacher's values, not the ones the browser sent).
+            _LOCAL.present_slot = st.empty()
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
 
@@ -131,6 +151,17 @@ def _present_row(intro: str | None) -> None:
             classroom.teacher_panel()
     with badge:
         device_badge()
+
+
+_LOCAL = threading.local()  # this script thread's run: the presenter link's slot
+
+
+def _present_link(file: str) -> None:
+    """The sidebar's "Presenter mode" link, with the URL as this run leaves it."""
+    slot, _LOCAL.present_slot = getattr(_LOCAL, "present_slot", None), None
+    if slot is not None:
+        with slot:
+            share.present_toggle_link(file)
 
 
 def _next_chart_number() -> int:
@@ -385,6 +416,7 @@ def prev_next(file: str) -> None:
     for a moment when the tab changes and the browser's scroll position resets.)
     """
     classroom.commit()  # the end of a teacher's run: the class sees this view now
+    _present_link(file)
     lessons = available()
     files = [lesson.file for lesson in lessons]
     i = files.index(file)
