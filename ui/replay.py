@@ -68,6 +68,7 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import (
 from streamlit.runtime.state.common import TESTING_KEY, WidgetMetadata
 
 from . import wake
+from .runtime import logs
 
 ON = os.environ.get("ATTN_SHARED_RUNS", "1") != "0"
 TRACE = os.environ.get("ATTN_REPLAY_TRACE", "") == "1"
@@ -93,7 +94,10 @@ _lock = threading.Lock()
 _records: OrderedDict[Any, _Record] = OrderedDict()
 _local = threading.local()  # the recording of this script thread (for add_deferred)
 _broken: list[str] = []  # the missing piece, once found
-stats = {"recorded": 0, "replayed": 0, "dropped": 0, "whole_recorded": 0, "whole_replayed": 0}
+stats = {
+    "recorded": 0, "replayed": 0, "dropped": 0, "whole_recorded": 0, "whole_replayed": 0,
+    "mismatched": 0,
+}  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -158,9 +162,18 @@ def _triggered(ss: Any) -> bool:
 
 
 # ---------------------------------------------------------------- checks, once
+def _said_broken() -> bool:
+    """Whether a missing piece turned sharing off; said each time it matters, at most
+    once a minute (ui.runtime.logs), not once a process."""
+    if _broken:
+        logs.say(_LOG, "replay.broken", "followers run their pages in full: this Streamlit "
+                 "lacks a piece ui.replay needs (%s)", _broken[0])  # fmt: skip
+    return bool(_broken)
+
+
 def _works(ctx: Any) -> bool:
     """Whether every Streamlit internal this module uses is where it expects it."""
-    if _broken:
+    if _said_broken():
         return False
     try:
         from streamlit import runtime
@@ -177,9 +190,7 @@ def _works(ctx: Any) -> bool:
             runtime.get_instance().media_file_mgr.add_deferred  # noqa: B018
     except Exception as e:
         _broken.append(repr(e))
-        _LOG.warning("followers run their pages in full: this Streamlit lacks a piece "
-                     "ui.replay needs (%r)", e)  # fmt: skip
-        return False
+        return not _said_broken()
     return True
 
 
@@ -200,7 +211,29 @@ def arm() -> None:
     setattr(ctx, _ARMED, ctx.cursors if token is not None or carried else None)
     whole = token is not None and token is not True and ON and not ctx.fragment_ids_this_run
     if whole and _works(ctx) and not _triggered(ctx.session_state._state):
-        _start_whole(ctx, token)
+        if _started_as(ctx, token):
+            _start_whole(ctx, token)
+        else:  # another run took the wake's place (the student's own): not the class's
+            setattr(ctx, _ARMED, None)
+            stats["mismatched"] += 1
+            trace("a woken run started from another state: not recorded")
+
+
+def _started_as(ctx: Any, key: Any) -> bool:
+    """Whether this run starts from the very state its wake named (`_prekey`'s key,
+    taken on the event loop before the run): its page and query string, and the same
+    session state, widget values included. A run that carries anything of the
+    student's (their edit, a click, their own URL) is not the room's run."""
+    try:
+        _, page, _name, query, state, ids = key
+        ss = ctx.session_state._state
+        if (page and ctx.page_script_hash != page) or ctx.query_string != query:
+            return False
+        # The browser's widget states, where the run carries any, are in the state as
+        # this run sees it (with the callbacks they called): equal only when unchanged.
+        return _canon(_compacted(ss)) == state and _canon(ss._key_id_mapper._key_id_mapping) == ids
+    except Exception:  # a key of another shape, a state that cannot be read: no record
+        return False
 
 
 def carry() -> None:
@@ -445,7 +478,7 @@ def _end_whole(ctx: Any) -> None:
         while len(_wholes) > MAX_RECORDS:
             _wholes.popitem(last=False)
     stats["whole_recorded"] += 1
-    _trace("recorded a whole run")
+    trace("recorded a whole run")
 
 
 def _forget(rec: _Whole) -> None:
@@ -530,7 +563,7 @@ def _replay_whole(session_id: str, s: Any, rec: _Whole) -> None:
     frames.remove_orphaned_sources()
     _settle(s, rec)
     stats["whole_replayed"] += 1
-    _trace("replayed a whole run")
+    trace("replayed a whole run")
     WORLD.replayed(session_id, _getter(ss))
 
 
@@ -605,8 +638,8 @@ _SESSION_PIECES = (
 
 def _direct_works(s: Any) -> bool:
     """Whether every piece of an AppSession and the runtime a whole replay uses is there
-    (once; a missing one turns whole replays off with one warning)."""
-    if _broken:
+    (once; a missing one turns replays off, said at most once a minute)."""
+    if _said_broken():
         return False
     if _checked:
         return True
@@ -631,9 +664,7 @@ def _direct_works(s: Any) -> bool:
         AppSessionState.APP_IS_RUNNING, RunDescriptor.create, SCRIPT_RUN_WITHOUT_ERRORS_KEY  # noqa: B018
     except Exception as e:
         _broken.append(repr(e))
-        _LOG.warning("followers run their pages: this Streamlit lacks a piece ui.replay "
-                     "needs to replay a whole run (%r)", e)  # fmt: skip
-        return False
+        return not _said_broken()
     _checked.append(True)
     return True
 
@@ -641,7 +672,7 @@ def _direct_works(s: Any) -> bool:
 _checked: list[bool] = []
 
 
-def _trace(what: str) -> None:
+def trace(what: str) -> None:
     """ATTN_REPLAY_TRACE=1: one line on stderr per record and replay (tests, benches)."""
     if TRACE:
         print(f"ui.replay: {what}", file=sys.stderr, flush=True)

@@ -17,8 +17,13 @@ started after the teacher's change, or a second wake for the same change, costs 
 Streamlit has no public call for this, so `here()` checks the pieces it needs and
 returns None when any is missing (an older or newer Streamlit, AppTest, bare mode): the
 caller then falls back to polling. A missing piece inside a running server is logged as a
-warning, once a process (tests/kit/test_streamlit_internals.py checks each piece on the
-pinned Streamlit).
+warning each time it matters, at most once a minute (ui.runtime.logs); a session that
+closed while its run went on is not a missing piece and says nothing
+(tests/kit/test_streamlit_internals.py checks each piece on the pinned Streamlit).
+
+A wake's run belongs to the room only until the student asks for a run of their own:
+every rerun request from a browser drops the session's pending wake (`drop`, called by
+ui.runtime.gate), so a run that carries a student's edit is never taken for the class's.
 
 Woken reruns take turns: at most AT_ONCE of them run at a time (`_Gate`), the rest
 wait in line on the event loop and start as runs end. All of a server's sessions run in
@@ -46,6 +51,8 @@ from typing import Any
 
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from .runtime import logs
+
 RETRY_S = 0.05  # how often a wake looks again while the session's run goes on
 RETRIES = 200  # for 10 s; past that the page's own slow check (ui.classroom) catches up
 # Woken runs at a time. One: the first follower at a state runs the page and the rest
@@ -53,7 +60,7 @@ RETRIES = 200  # for 10 s; past that the page's own slow check (ui.classroom) ca
 # followers: p95 1.35-1.60 s with one, 1.72 s with two, 2.14 s with three).
 AT_ONCE = max(1, int(os.environ.get("ATTN_WAKE_AT_ONCE", "1")))
 CHECK_S = 0.05  # how often the line looks for a woken run that ended without saying so
-_warned: list[str] = []  # the missing piece, once it has been logged
+_warned: list[str] = []  # the missing pieces logged (ui.runtime.logs limits how often)
 
 
 def _always() -> bool:
@@ -204,19 +211,22 @@ MAX_WOKEN = 4096
 # ui.replay's replay of a whole run on the event loop: (session id, AppSession) ->
 # (done, key of the session's state or None). None: every wake starts a run.
 DIRECT: Callable[[str, Any], tuple[bool, Any]] | None = None
-_direct_warned: list[str] = []
 
 
 def _warn_direct(e: Exception) -> None:
-    if not _direct_warned:
-        _direct_warned.append(repr(e))
-        logging.getLogger(__name__).exception("a wake's replay failed; the page runs instead")
+    logs.say(logging.getLogger(__name__), "wake.direct",
+             "a wake's replay failed; the page runs instead (%r)", e)  # fmt: skip
 
 
 def woken(session_id: str) -> Any:
     """None when this session's run was not started by a wake; else True or the key of
     the state it started from (once: the flag is taken)."""
     return _WOKEN.pop(session_id, None)
+
+
+def drop(session_id: str) -> None:
+    """The session's browser asked for a run: a wake that has not begun is not its run."""
+    _WOKEN.pop(session_id, None)
 
 
 def session(session_id: str) -> Any:
@@ -264,6 +274,8 @@ def here(stale: Callable[[], bool] = _always) -> Waker | None:
             return None
         sessions = runtime.get_instance()._session_mgr
         info = sessions.get_active_session_info(ctx.session_id)
+        if info is None:  # the session closed while this run went on: nothing missing
+            return None
         s = info.session
         s._event_loop.call_later, s.request_rerun, s._client_state, s._scriptrunner  # noqa: B018
         s._state.name  # noqa: B018
@@ -274,14 +286,13 @@ def here(stale: Callable[[], bool] = _always) -> Waker | None:
 
 
 def _warn_polling(e: Exception) -> None:
-    """Say once a process that class mode polls because a Streamlit piece is missing."""
-    if not _warned:
-        _warned.append(repr(e))
-        logging.getLogger(__name__).warning(
-            "class mode falls back to polling: this Streamlit lacks a piece ui.wake "
-            "needs to wake a session (%r)",
-            e,
-        )
+    """Say that class mode polls because a Streamlit piece is missing: each time it
+    matters, at most once a minute (ui.runtime.logs)."""
+    _warned.append(repr(e))
+    del _warned[:-8]
+    logs.say(logging.getLogger(__name__), "wake.polling",
+             "class mode falls back to polling: this Streamlit lacks a piece ui.wake "
+             "needs to wake a session (%r)", e)  # fmt: skip
 
 
 def presence() -> Waker | None:

@@ -131,6 +131,60 @@ def test_a_page_switch_shares_the_new_page_s_run(klass, monkeypatch):
     assert _state(second) == _state(third)
 
 
+def _wake_key(at) -> tuple:
+    """The key ui.wake would name for `at`'s next run (`_prekey`, from its state and the
+    page and query string its runs take)."""
+    from types import SimpleNamespace
+
+    from streamlit.proto.ClientState_pb2 import ClientState
+
+    seen = {}
+
+    def spy(ctx, key):
+        seen.update(page=ctx.page_script_hash, query=ctx.query_string)
+        return False
+
+    real = replay._started_as
+    replay._started_as = spy
+    try:
+        wake._WOKEN[SESSION] = ("probe",)
+        at.run()
+    finally:
+        replay._started_as = real
+    cs = ClientState(page_script_hash=seen["page"], query_string=seen["query"])
+    return replay._prekey(SimpleNamespace(_client_state=cs, _session_state=_ss(at)))
+
+
+def _ss(at):
+    return at.session_state._state._state  # SafeSessionState -> SessionState
+
+
+def test_a_woken_run_is_recorded_only_when_it_starts_from_the_woken_state(klass, monkeypatch):
+    """Issue 49: the student's own rerun may take the wake's place (Streamlit's fast
+    reruns replace the woken run). Its run carries the student's input; it must never be
+    recorded as the class's, whatever the timing."""
+    _, (first, *_) = klass
+    first.run()  # on the teacher's page, as the class is
+    started = []
+    monkeypatch.setattr(replay, "_start_whole", lambda ctx, key: started.append(key))
+    key = _wake_key(first)
+    wake._WOKEN[SESSION] = key
+    first.run()  # the wake's own run: from the state it named
+    assert started == [key]
+    key = _wake_key(first)
+    before = replay.stats["mismatched"]
+    wake._WOKEN[SESSION] = key
+    first.sidebar.select_slider(key="d_k").set_value(512).run()  # the student's own move
+    assert replay.stats["mismatched"] == before + 1
+    assert started == [started[0]]  # not recorded
+    key = _wake_key(first)
+    before = replay.stats["mismatched"]
+    wake._WOKEN[SESSION] = key
+    _ss(first)["_ui_scroll_n"] = 7  # a state that moved after the wake named it
+    first.run()
+    assert replay.stats["mismatched"] == before + 1 and len(started) == 1
+
+
 def test_only_a_woken_run_records_or_replays(klass):
     _, (first, second, _) = klass
     before = dict(replay.stats)

@@ -24,6 +24,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.scriptrunner_utils import script_run_context
 
 from ui import classroom, wake
+from ui.runtime import logs
 
 
 def _assigns(cls: type, attr: str) -> bool:
@@ -114,6 +115,24 @@ def _running_session(monkeypatch):
     monkeypatch.setattr(wake, "get_script_run_ctx", lambda: SimpleNamespace(session_id="s1"))
     monkeypatch.setattr(runtime, "exists", lambda: True)
     monkeypatch.setattr(wake, "_warned", [])
+    logs.forget()  # a topic logged by an earlier test of this process may be said again
+
+
+def test_a_session_that_closed_during_its_run_is_no_missing_piece(monkeypatch, caplog):
+    """Issue 49: followers closing their tab while their woken run went on logged
+    "falls back to polling … lacks a piece" (AttributeError 'session'), and, logged once a
+    process, that line would have silenced a real missing piece later."""
+    _running_session(monkeypatch)
+    manager = SimpleNamespace(get_active_session_info=lambda session_id: None)
+    monkeypatch.setattr(runtime, "get_instance", lambda: SimpleNamespace(_session_mgr=manager))
+    with caplog.at_level(logging.WARNING, logger=wake.__name__):
+        assert wake.here() is None
+    assert not [r for r in caplog.records if r.name == wake.__name__]
+    # A real missing piece after it is still said.
+    monkeypatch.setattr(runtime, "get_instance", lambda: SimpleNamespace())
+    with caplog.at_level(logging.WARNING, logger=wake.__name__):
+        assert wake.here() is None
+    assert [r for r in caplog.records if r.name == wake.__name__]
 
 
 def test_a_missing_session_manager_falls_back_to_polling_with_one_warning(monkeypatch, caplog):
@@ -128,6 +147,7 @@ def test_a_missing_session_manager_falls_back_to_polling_with_one_warning(monkey
 
 def test_no_warning_where_no_server_runs(monkeypatch, caplog):
     monkeypatch.setattr(wake, "_warned", [])
+    logs.forget()
     monkeypatch.setattr(wake, "get_script_run_ctx", lambda: None)  # AppTest, a bare script
     with caplog.at_level(logging.WARNING, logger=wake.__name__):
         assert wake.here() is None
