@@ -35,10 +35,11 @@ from urllib.parse import urlsplit
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from . import content, controls, events, replay, wake
+from . import clients, content, controls, events, replay, wake
 from . import room as _room
 from .lesson import LESSONS
 from .room import CODE_LEN, RECLAIM_S, Opened, Question, Refused, Rooms, normal_code, normal_key
+from .runtime import logs
 from .share import presenting
 
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
@@ -52,6 +53,8 @@ CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
 _ECHO_WARNED: list[str] = []  # _echo's missing Streamlit piece, once it has been logged
 _STORE: weakref.ref | None = None  # rooms()'s store, for the event loop (no script there)
+_TRUSTED = clients.trusted_proxies()  # ATTN_TRUSTED_PROXIES, read once per process
+stats = {"mended": 0}  # follower runs sent round again by commit() (tests, benches)
 
 
 @st.cache_resource(max_entries=1)
@@ -99,12 +102,20 @@ def _say(key: str, **fields: Any) -> None:
 
 
 def _client() -> str:
-    """Who a bound counts against: the network address Streamlit reports, else (on
-    localhost, in AppTest) this browser session."""
+    """Who a bound counts against: the connection's network address, a proxy's header
+    only where the operator trusts that proxy (ui.clients); else (on localhost, in
+    AppTest) this browser session."""
     try:
-        address = st.context.ip_address
+        reported = st.context.ip_address
+        forwarded = st.context.headers.get_all("X-Forwarded-For")
     except Exception:  # no client context
-        address = None
+        reported, forwarded = None, []
+    address = clients.client_address(reported, forwarded, _TRUSTED)
+    if address == clients.PROXIED:
+        logs.say(logging.getLogger(__name__), "clients.proxied",
+                 "a connection from this machine carries X-Forwarded-For, which is not "
+                 "trusted: its clients count as one address. If a reverse proxy you run "
+                 "sits on this machine, set ATTN_TRUSTED_PROXIES=127.0.0.1,::1")  # fmt: skip
     return f"address {address}" if address else f"session {_student()}"
 
 
@@ -200,6 +211,7 @@ def sync(url_path: str) -> None:
     if state is None:
         return
     state["page"] = url_path
+    state.pop("drawn", None)  # this run's controls note their values again (publish)
     view = rooms().view(state["code"], _student() if state["following"] else None, count=False)
     if view is None:
         _ended(state)
@@ -233,6 +245,7 @@ def _follow(state: dict, view, url_path: str) -> None:
             st.switch_page(target.file, query_params={"room": state["code"]})
     for key, value in view.values.items():
         st.session_state[key] = value  # before any widget of this run exists
+    state["values"] = view.values  # (a copy): what commit() checks the page shows
     q = view.question
     if q is not None and q.id != state["qid"]:  # a new question: everyone starts it afresh
         for key in (f"_predict_{q.key}", f"pick-{q.key}", f"guess-{q.key}"):
@@ -242,9 +255,14 @@ def _follow(state: dict, view, url_path: str) -> None:
 
 
 def publish(key: str, value: Any) -> None:
-    """A ui control's value, when this session drives a room."""
+    """A ui control's value: the room's, when this session drives one; noted, when it
+    follows one (`commit` checks that the page shows the teacher's values)."""
     state = _state()
-    if not state or not state.get("token"):
+    if not state:
+        return
+    if not state.get("token"):
+        if state.get("following"):
+            state.setdefault("drawn", {})[key] = value
         return
     store = rooms()
     store.set(state["code"], state["token"], key, value)
@@ -254,10 +272,30 @@ def publish(key: str, value: Any) -> None:
 
 
 def commit() -> None:
-    """End of a page run: what the teacher's page shows now becomes the room's view."""
+    """End of a page run: what the teacher's page shows now becomes the room's view. On a
+    following page, every control shows the teacher's value: a value the browser's own
+    URL put there (its Back button: Streamlit lets the URL win on history navigation)
+    sends the page round once more to take the room's (once per version)."""
     state = _state()
     if state and state.get("token"):
         rooms().commit(state["code"], state["token"])
+        return
+    drawn = state.pop("drawn", None) if state else None
+    if not drawn or not state.get("following") or state.get("mended") == state.get("seen"):
+        return
+    room = state.get("values") or {}
+    if any(k in drawn and not _same(drawn[k], v) for k, v in room.items()):
+        state["mended"], state["seen"] = state.get("seen"), -1  # -1: take the view again
+        stats["mended"] += 1
+        replay.trace("a follower's page showed its own URL's value: run again")
+        st.rerun()
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # values that do not compare (arrays): not this check's business
+        return True
 
 
 def _echo() -> bool:

@@ -1,0 +1,69 @@
+"""ui.clients: a limit counts against the connection, a proxy's header only where trusted.
+
+Streamlit's server reports the X-Forwarded-For address of any connection from loopback as
+the client's (uvicorn's rule); `client_address` gets the case as the app sees it:
+`reported` is what st.context.ip_address says, `forwarded` the header."""
+
+from __future__ import annotations
+
+import random
+
+from ui import clients as C
+
+NONE = C.trusted_proxies("")
+LOCAL = C.trusted_proxies("127.0.0.1,::1")
+
+
+def servers_report(peer: str, header: list[str]) -> str | None:
+    """What Streamlit reports for a connection from `peer` carrying `header`."""
+    if peer in C.LOOPBACK:
+        picked = C._servers_pick(C.hops(header)) if header else peer
+        return None if picked in C.LOOPBACK else picked
+    return peer
+
+
+def test_no_header_is_the_connection_and_loopback_is_each_session():
+    assert C.client_address("203.0.113.7", [], NONE) == "203.0.113.7"
+    assert C.client_address(None, [], NONE) is None  # localhost: the browser session counts
+
+
+def test_made_up_addresses_through_loopback_are_one_client_unless_trusted():
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(50):
+        forged = [f"198.51.{rng.randrange(256)}.{rng.randrange(1, 255)}"]
+        reported = servers_report("127.0.0.1", forged)
+        assert reported == forged[0]  # what Streamlit alone would count
+        seen.add(C.client_address(reported, forged, NONE))
+    assert seen == {C.PROXIED}
+
+
+def test_a_trusted_local_proxy_gives_the_client_it_saw():
+    header = ["198.51.100.4, 203.0.113.9"]  # the client lied on the left; nginx appended
+    reported = servers_report("127.0.0.1", header)
+    assert C.client_address(reported, header, LOCAL) == "203.0.113.9"
+
+
+def test_a_direct_client_cannot_pick_its_address_with_a_header():
+    for trusted in (NONE, LOCAL):
+        header = ["10.9.8.7"]
+        reported = servers_report("203.0.113.50", header)
+        assert C.client_address(reported, header, trusted) == "203.0.113.50"
+
+
+def test_a_trusted_network_proxy_is_walked_through_to_the_first_untrusted_hop():
+    trusted = C.trusted_proxies("10.0.0.0/8, not-an-address, ")
+    assert len(trusted) == 1
+    header = ["1.2.3.4, 192.0.2.8, 10.1.1.1"]  # client, then two proxies; the peer 10.0.0.2
+    reported = servers_report("10.0.0.2", header)
+    assert C.client_address(reported, header, trusted) == "192.0.2.8"
+    header = ["10.3.3.3"]  # every hop trusted: the nearest
+    assert C.client_address(servers_report("10.0.0.2", header), header, trusted) == "10.0.0.2"
+
+
+def test_a_long_or_odd_header_is_read_from_its_right_end_only():
+    header = [", ".join(f"192.0.2.{i % 250}" for i in range(10_000)) + ", [2001:db8::1]:443"]
+    assert len(C.hops(header)) == C.MAX_HOPS
+    reported = servers_report("127.0.0.1", header)
+    assert C.client_address(reported, header, LOCAL) == "2001:db8::1"
+    assert C.client_address("x", ["garbage, ,"], NONE) == "x"

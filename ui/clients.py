@@ -1,0 +1,109 @@
+"""Who a limit counts against: the address of the connection, and a proxy's word only
+where the operator trusts that proxy (issue 49).
+
+Class mode bounds rooms, joins, key tries and answers per client (ui.room), and a client
+is a network address. Streamlit's server (uvicorn) believes an `X-Forwarded-For` header
+from any connection that comes from 127.0.0.1 or ::1 and reports the header's address as
+the client's (`st.context.ip_address`). So a client that reaches the server through
+localhost, or through a reverse proxy that passes the client's own header on, picks its
+address per connection: ten made-up addresses filled all 50 rooms in 8.4 s.
+
+Here the header counts only where the operator names the proxies it trusts,
+ATTN_TRUSTED_PROXIES (addresses or networks, comma-separated: `127.0.0.1`, `10.0.0.0/8`).
+`client_address` undoes what the server did with the header, then walks the header from
+the right through the trusted proxies only:
+
+- no header: the connection's address (None on localhost: each browser session is then
+  its own client, as before);
+- a header, and the connection came from a proxy the operator trusts: the first address
+  from the right that is not a trusted proxy (the client the nearest proxy saw);
+- a header the operator did not ask to trust: the connection's own address; where the
+  server took it from the header (the connection came from loopback), every such
+  connection is one client, `PROXIED`.
+
+Plain Python, no Streamlit: tests call it with any header.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Iterable, Sequence
+
+LOOPBACK = ("127.0.0.1", "::1")  # what Streamlit's server trusts the header from
+PROXIED = "a proxy on this machine (its X-Forwarded-For is not trusted)"
+MAX_HOPS = 32  # a longer header is cut from the left: only its right end is ever read
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_proxies(text: str | None = None) -> tuple[Network, ...]:
+    """The operator's trusted proxies from ATTN_TRUSTED_PROXIES (or `text`); an entry
+    that is no address or network is left out."""
+    text = os.environ.get("ATTN_TRUSTED_PROXIES", "") if text is None else text
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            out.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            continue
+    return tuple(out)
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    text = text.strip().strip('"')
+    if text.startswith("["):  # [v6]:port
+        text = text[1 : text.find("]")] if "]" in text else text
+    elif text.count(":") == 1:  # v4:port
+        text = text.split(":")[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def _in(address: str | None, networks: Iterable[Network]) -> bool:
+    ip = _ip(address) if address else None
+    return ip is not None and any(ip.version == n.version and ip in n for n in networks)
+
+
+def hops(headers: Sequence[str]) -> list[str]:
+    """The addresses an X-Forwarded-For header lists, left to right (several headers are
+    one list, as the server reads them); at most the last MAX_HOPS."""
+    out = [h.strip() for value in headers for h in str(value).split(",")]
+    return [h for h in out if h][-MAX_HOPS:]
+
+
+def _servers_pick(listed: list[str]) -> str | None:
+    """The address Streamlit's server reports for a loopback connection with this
+    header: the first from the right that is not loopback (uvicorn's rule)."""
+    loop = [ipaddress.ip_network(a) for a in LOOPBACK]
+    for h in reversed(listed):
+        if not _in(h, loop):
+            return h
+    return listed[0] if listed else None
+
+
+def client_address(
+    reported: str | None, forwarded: Sequence[str], trusted: Sequence[Network]
+) -> str | None:
+    """The address a limit counts against. `reported`: the address Streamlit reports
+    (st.context.ip_address: None for loopback); `forwarded`: the connection's
+    X-Forwarded-For headers; `trusted`: the operator's trusted proxies. None: a loopback
+    connection without a header (the caller counts its browser session instead)."""
+    listed = hops(forwarded)
+    if not listed:
+        return reported
+    # The connection itself: loopback where the server took `reported` from the header.
+    from_loopback = reported is None or reported == _servers_pick(listed)
+    peer = LOOPBACK[0] if from_loopback else reported
+    if not _in(peer, trusted):
+        return PROXIED if from_loopback else reported
+    for h in reversed(listed):  # through the trusted proxies, from the nearest
+        if not _in(h, trusted):
+            ip = _ip(h)
+            return str(ip) if ip is not None else h[:64]
+    return peer  # every hop is a trusted proxy: the nearest one
