@@ -105,6 +105,12 @@ def _shipped(start: str) -> Example:
     return Example(tuple(names), q, k, v)
 
 
+def _undo() -> None:
+    """The Undo button: the user's move (a following student explores), then undo."""
+    ui.moved("q_table")
+    _forget_edits()
+
+
 def _forget_edits() -> None:
     """Undo: the editors start again from the example as shipped."""
     for key in (*TABLES, BASE):
@@ -152,15 +158,13 @@ def _editors(base: Example):
     cfg["token"] = st.column_config.TextColumn("token", width=70, max_chars=12)
     st.markdown("**Query q** (d_k = 3)")
     q_df = pd.DataFrame([[f"{x:g}" for x in base.q]], columns=Q_COLS)
-    q_out = st.data_editor(q_df, key="q_table", hide_index=True, column_config=cfg)
+    q_out = ui.editor("q_table", q_df, hide_index=True, column_config=cfg)
     st.markdown(W("example.tokens"))
     rows = [
         [n, *(f"{x:g}" for x in a + b)] for n, a, b in zip(base.names, base.k, base.v, strict=True)
     ]
     kv_df = pd.DataFrame(rows, columns=KV_COLS)
-    kv_out = st.data_editor(
-        kv_df, key="kv_table", num_rows="dynamic", hide_index=True, column_config=cfg
-    )
+    kv_out = ui.editor("kv_table", kv_df, num_rows="dynamic", hide_index=True, column_config=cfg)
     return q_out, kv_out
 
 
@@ -201,7 +205,7 @@ def edit_example(start: str) -> Example:
         st.session_state[LAST] = Example(tuple(labels), tuple(ex.q.tolist()), k, v)
     except core.ExampleError as e:
         st.error(_bad_cell(e), icon=":material/table_edit:")
-    st.button("Undo my edits", on_click=_forget_edits, icon=":material/undo:")
+    st.button("Undo my edits", on_click=_undo, icon=":material/undo:")
     return st.session_state[LAST]
 
 

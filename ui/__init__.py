@@ -40,7 +40,8 @@ from .controls import (
     toggle,
     used_by,
 )
-from .editors import EditorCut, bound_editor, editor_note
+from .editors import EditorCut, bound_editor, editor, editor_note
+from .events import moved
 from .exercises import predict_choice, predict_number, revealed, until_reveal
 from .lesson import LESSONS, Lesson, available, lesson
 from .share import presenting, where
@@ -57,6 +58,7 @@ __all__ = [
     "controls_area",
     "device",
     "device_badge",
+    "editor",
     "editor_note",
     "escape",
     "explain",
@@ -64,6 +66,7 @@ __all__ = [
     "jobs",
     "lesson",
     "log_slider",
+    "moved",
     "multiselect",
     "note",
     "noting",

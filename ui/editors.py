@@ -27,7 +27,7 @@ from typing import Any
 import streamlit as st
 from streamlit.elements.widgets import data_editor
 
-from . import content
+from . import content, events
 
 CELL_CHARS = 32  # the longest cell text kept: a number, or a short name
 CELL_TYPES = (str, int, float, bool, type(None))  # what a cell's edit can be
@@ -187,6 +187,12 @@ def bound_editor(
     room = max_rows - (rows - gone) if dynamic else 0
     _clean_additions(added, max(0, room), columns, dynamic, cut)
     return cut
+
+
+def editor(key: str, data: Any, **kwargs: Any) -> Any:
+    """st.data_editor `key` as every ui control is: an edit is the user's move (class
+    mode: a following student who edits a table explores on their own, ui.events)."""
+    return st.data_editor(data, key=key, on_change=events.moved, args=(key,), **kwargs)
 
 
 def editor_note(cut: EditorCut, words: Callable[..., str], key: str, **fields: Any) -> None:
