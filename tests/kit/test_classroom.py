@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.support.apptest import no_exception, run_page
+from tests.support.apptest import no_exception, plotly_specs, run_page
 from ui import room as R
 from ui.classroom import rooms
 from ui.exercises import EXERCISE_LOG
@@ -158,9 +158,7 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
     for st in (a, b):
         st.run()
         assert st.session_state[EXERCISE_LOG][0]["revealed"]
-        assert "What the class predicted (2 answers)" in str(
-            [e.proto.spec for e in st.get("plotly_chart")]
-        )
+        assert "What the class predicted (2 answers)" in str(plotly_specs(st))
 
 
 # ------------------------------------------------------------------ robust rooms (issue 40)

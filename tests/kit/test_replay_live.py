@@ -99,6 +99,9 @@ def test_followers_at_one_state_get_one_recorded_run(server):
                 recorded = traced(log, "recorded a whole run") - before[0]
                 replayed = traced(log, "replayed a whole run") - before[1]
                 assert (recorded, replayed) == (1, STUDENTS - 1), f"change {step + 1}"
+                # every follower's page showed the teacher's values at once: none was sent
+                # round again (ui.classroom.commit)
+                assert traced(log, "a follower's page showed its own URL") == 0
 
             # A replayed student's banner fragment is registered for their session: its
             # timer's run (as a browser's) runs it.

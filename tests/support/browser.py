@@ -109,14 +109,19 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def streamlit_server(
-    app: str = "app.py", port: int | None = None, flags: tuple[str, ...] = ()
+    app: str = "app.py",
+    port: int | None = None,
+    flags: tuple[str, ...] = (),
+    root: Path = ROOT,
+    pid: list | None = None,
 ) -> Iterator[str]:
     """Start `streamlit run app` on 127.0.0.1, yield its base URL, stop it by pid.
 
     `flags` are extra command-line settings (`--runner.postScriptGC=true`); they override
-    .streamlit/config.toml."""
+    .streamlit/config.toml. `root`: the checkout to serve (a bench's other version);
+    `pid`: a list that gets the server's process id (a bench reads its CPU)."""
     port = port or free_port()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(root))
     # The server's log goes to a file: a pipe nobody reads fills after 64 KB of warnings
     # over a long test run, and then every thread of the server that logs blocks.
     # ATTN_SERVER_LOG=path keeps it (a bench's server, to read afterwards).
@@ -129,8 +134,10 @@ def streamlit_server(
             "--server.headless=true", "--browser.gatherUsageStats=false",
             "--server.fileWatcherType=none", *flags,
         ],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log,
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log,
     )  # fmt: skip
+    if pid is not None:
+        pid.append(proc.pid)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90

@@ -48,6 +48,7 @@ class Run:
     finished: str | None = None
     page_hash: str = ""
     timers: list = field(default_factory=list)  # fragment ids the run asked to rerun
+    places: dict = field(default_factory=dict)  # delta path: index in `elements`
 
     def of(self, kind: str) -> list:
         return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
@@ -74,9 +75,10 @@ class Run:
 class WsClient:
     """One browser tab's session, spoken by hand; use as a context manager."""
 
-    def __init__(self, base_url: str, open_timeout: float = 60) -> None:
+    def __init__(self, base_url: str, open_timeout: float = 60, headers=None) -> None:
         self.uri = "ws" + base_url.removeprefix("http") + "/_stcore/stream"
         self.origin, self.open_timeout = base_url, open_timeout
+        self.headers = dict(headers or {})  # extra request headers (X-Forwarded-For…)
         self.page_hash = ""
         self.ws = None
 
@@ -90,19 +92,25 @@ class WsClient:
             ping_interval=None,
             compression=None,  # frames as large as they are: the server's limit is on them
             proxy=None,  # 127.0.0.1 directly, whatever the environment's proxy
+            additional_headers=self.headers or None,
         )
         return self
 
     def __exit__(self, *exc) -> None:
         self.ws.close()
 
-    def send_rerun(self, page: str = "", query: str = "", widgets=(), fragment: str = "") -> None:
+    def send_rerun(
+        self, page: str = "", query: str = "", widgets=(), fragment: str = "",
+        history: bool = False,
+    ) -> None:  # fmt: skip
         """Ask for a run: `page` is the URL path's page name (first run), later runs stay
         on the page the last run drew; `widgets` are WidgetState protos; `fragment` asks
-        for that fragment's run, as its timer in a browser does."""
+        for that fragment's run, as its timer in a browser does; `history`: the browser's
+        Back or Forward button brought this URL."""
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string, cs.page_script_hash = query, self.page_hash
+        cs.is_history_navigation = history
         if page:
             cs.page_name = page
         if fragment:
@@ -122,13 +130,22 @@ class WsClient:
             kind = fm.WhichOneof("type")
             if kind == "new_session":
                 run.elements.clear()  # a new run started: what came before was another's
+                run.places.clear()
                 run.timers.clear()
             elif kind == "navigation":
                 # The page this run draws. new_session's hash can be app.py's own on a
                 # session's first run, which opens the default page when asked for again.
                 self.page_hash = run.page_hash = fm.navigation.page_script_hash
             elif kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                run.elements.append(fm.delta.new_element)
+                # What a browser shows: a later element at the same place (an st.empty
+                # filled at the run's end) replaces the earlier one there.
+                path = tuple(fm.metadata.delta_path)
+                at = run.places.get(path)
+                if at is None:
+                    run.places[path] = len(run.elements)
+                    run.elements.append(fm.delta.new_element)
+                else:
+                    run.elements[at] = fm.delta.new_element
             elif kind == "auto_rerun":
                 run.timers.append(fm.auto_rerun.fragment_id)
             elif kind == "script_finished":
