@@ -16,8 +16,8 @@
   SWEEP_S, so when that session's tab reloads or closes the followers are told within
   seconds, and the teacher takes the class back from any tab with the key shown to them
   when the room opened ("I am the teacher"). Rooms, joins, key tries and answers are
-  bounded per client: the network address Streamlit reports (`st.context.ip_address`),
-  else the browser session.
+  bounded per client: the connection's network address (ui.clients: a proxy's
+  X-Forwarded-For only where the operator trusts that proxy), else the browser session.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from . import clients, content, controls, events, replay, wake
 from . import room as _room
 from .lesson import LESSONS
 from .room import CODE_LEN, RECLAIM_S, Opened, Question, Refused, Rooms, normal_code, normal_key
-from .runtime import logs
 from .share import presenting
 
 _ROOM = "_ui_room"  # session_state: this session's room (code, token or follow state)
@@ -53,7 +52,6 @@ CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
 _ECHO_WARNED: list[str] = []  # _echo's missing Streamlit piece, once it has been logged
 _STORE: weakref.ref | None = None  # rooms()'s store, for the event loop (no script there)
-_TRUSTED = clients.trusted_proxies()  # ATTN_TRUSTED_PROXIES, read once per process
 stats = {"mended": 0}  # follower runs sent round again by commit() (tests, benches)
 
 
@@ -105,17 +103,7 @@ def _client() -> str:
     """Who a bound counts against: the connection's network address, a proxy's header
     only where the operator trusts that proxy (ui.clients); else (on localhost, in
     AppTest) this browser session."""
-    try:
-        reported = st.context.ip_address
-        forwarded = st.context.headers.get_all("X-Forwarded-For")
-    except Exception:  # no client context
-        reported, forwarded = None, []
-    address = clients.client_address(reported, forwarded, _TRUSTED)
-    if address == clients.PROXIED:
-        logs.say(logging.getLogger(__name__), "clients.proxied",
-                 "a connection from this machine carries X-Forwarded-For, which is not "
-                 "trusted: its clients count as one address. If a reverse proxy you run "
-                 "sits on this machine, set ATTN_TRUSTED_PROXIES=127.0.0.1,::1")  # fmt: skip
+    address = clients.connected()
     return f"address {address}" if address else f"session {_student()}"
 
 

@@ -21,12 +21,15 @@ the right through the trusted proxies only:
   server took it from the header (the connection came from loopback), every such
   connection is one client, `PROXIED`.
 
-Plain Python, no Streamlit: tests call it with any header.
+`connected()` is the one place the app asks: class mode's limits (ui.classroom) and the
+heavy-job line's turns (ui.jobs) count the same client. The rest is plain Python, no
+Streamlit: tests call `client_address` with any header.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from collections.abc import Iterable, Sequence
 
@@ -107,3 +110,27 @@ def client_address(
             ip = _ip(h)
             return str(ip) if ip is not None else h[:64]
     return peer  # every hop is a trusted proxy: the nearest one
+
+
+_TRUSTED = trusted_proxies()  # read once per process
+
+
+def connected() -> str | None:
+    """The address of the browser session running this script, as `client_address` reads
+    it (None: a loopback connection without a header, AppTest, no session)."""
+    import streamlit as st
+
+    try:
+        reported = st.context.ip_address
+        forwarded = st.context.headers.get_all("X-Forwarded-For")
+    except Exception:  # no client context (a thread of its own, a bare script)
+        return None
+    address = client_address(reported, forwarded, _TRUSTED)
+    if address == PROXIED:
+        from .runtime import logs
+
+        logs.say(logging.getLogger(__name__), "clients.proxied",
+                 "a connection from this machine carries X-Forwarded-For, which is not "
+                 "trusted: its clients count as one address. If a reverse proxy you run "
+                 "sits on this machine, set ATTN_TRUSTED_PROXIES=127.0.0.1,::1")  # fmt: skip
+    return address

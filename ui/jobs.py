@@ -62,7 +62,7 @@ import streamlit as st
 
 from attn_core import worker
 
-from . import content
+from . import clients, content
 
 POLL_S = 0.5  # how often a queued press checks its place
 REDRAW_S = 5.0  # a queued press redraws its message when its place changes, else this often
@@ -116,11 +116,7 @@ def who() -> tuple[str | None, str | None]:
     ctx = get_script_run_ctx(suppress_warning=True) if runtime.exists() else None
     if ctx is None:
         return None, None
-    try:
-        address = st.context.ip_address
-    except Exception:  # no client context (a thread of its own): the session alone
-        address = None
-    return ctx.session_id, address
+    return ctx.session_id, clients.connected()  # a header only where trusted (ui.clients)
 
 
 def ordinal(n: int) -> str:
