@@ -48,15 +48,22 @@ KEY_RE = re.compile(f"[{CODE_CHARS}]{{{KEY_LEN}}}")
 MAX_ROOMS = 50  # rooms on one server at once
 ROOMS_PER_CLIENT = int(os.environ.get("ATTN_ROOMS_PER_CLIENT", "5"))  # one address's rooms
 MAX_STUDENTS = 300  # students one room counts (more can follow, uncounted)
-ANSWERS_PER_CLIENT = int(os.environ.get("ATTN_ANSWERS_PER_CLIENT", "60"))  # per question
+# Answers one address may send to one question: a lecture hall behind one university NAT
+# is one address, so by default a whole room's worth (issue 50). Each answer needs a
+# browser session of its own, and a question holds MAX_STUDENTS at most anyway.
+ANSWERS_PER_CLIENT = int(os.environ.get("ATTN_ANSWERS_PER_CLIENT", str(MAX_STUDENTS)))
+MAX_HISTORY = 60  # the questions of one class the teacher can look back on
 MAX_VALUES = 200  # control values one room holds
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
 RECLAIM_S = 10 * 60  # a room whose teacher's page has gone waits this long for the key
 HEARD_S = 120.0  # a teacher with no Presence (no runtime) counts as here when heard within
 SEEN_S = 10.0  # a polling student counts as following when their page asked within this
-JOIN_BURST = 100.0  # joins one client may make at once (a class behind one router fits)
-JOIN_PER_S = 1.0  # ... and then per second
+JOIN_BURST = 100.0  # wrong guesses' allowance of one client, at once (in joins)
+JOIN_PER_S = 1.0  # ... refilled this many joins a second
 MISS_COST = 5.0  # a code that names no room (or a wrong key) costs this many joins
+# A code that names a live room costs nothing: 300 students behind one address all join
+# at once (issue 50). Only misses spend the allowance, so guessing stays slow.
+HIT_COST = 0.0
 MAX_CLIENTS = 10_000  # clients the join limiter remembers
 
 
@@ -136,6 +143,25 @@ class Question:
     answers: dict[str, Any] = field(default_factory=dict)  # student id -> answer
     revealed: bool = False
     clients: dict[str, str] = field(default_factory=dict)  # student id -> client
+    asked_at: float = 0.0  # the room's clock when it was asked
+    deadline: float | None = None  # answers close then (None: when the teacher says)
+    closed: bool = False  # no more answers: the teacher closed it, or its time ran out
+
+    def open_at(self, now: float) -> bool:
+        """Whether an answer may still come in."""
+        late = self.deadline is not None and now >= self.deadline
+        return not (self.revealed or self.closed or late)
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Who a question can reach now, for the teacher's console: students on its page
+    (following, or exploring there), and students elsewhere (another page: they get it
+    when they come back). Counts of students seen within SEEN_S, or woken."""
+
+    here: int = 0
+    exploring: int = 0  # of `here`, exploring on their own
+    elsewhere: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,6 +176,7 @@ class View:
     gone: bool = False  # the teacher's page has gone; the room waits for their key
     # (page, exercise key): answers the teacher revealed without asking the class
     opened: frozenset[tuple[str, str]] = frozenset()
+    paused: bool = False  # the teacher paused the class: pages hold what they show
 
 
 @dataclass
@@ -169,10 +196,14 @@ class Room:
     version: int = 0
     dirty: bool = False
     students: dict[str, float] = field(default_factory=dict)  # student id -> last seen
+    where: dict[str, tuple[str, bool]] = field(default_factory=dict)  # id -> (page, following)
     question: Question | None = None
     questions: int = 0
+    history: list[Question] = field(default_factory=list)  # the class's earlier questions
     listeners: dict[str, Waker] = field(default_factory=dict)  # student id -> waker
     opened: set[tuple[str, str]] = field(default_factory=set)  # View.opened
+    paused: bool = False
+    consoles: set[str] = field(default_factory=set)  # tokens of the teacher's other devices
 
     def bump(self) -> list[Waker]:
         """A new version: the wakers to call once the lock is released."""
@@ -264,7 +295,7 @@ class Rooms:
             self._purge()
             now = self._clock()
             exists = code in self._rooms
-            wait = self._spend(client, 1.0 if exists else MISS_COST, now)
+            wait = self._spend(client, HIT_COST if exists else MISS_COST, now)
             return Join(exists and not wait, bool(wait), wait)
 
     def exists(self, code: str) -> bool:
@@ -272,11 +303,17 @@ class Rooms:
             self._purge()
             return code in self._rooms
 
-    def _own(self, code: str, token: str, touch: bool = True) -> Room | None:
-        """The room, when `token` is its teacher's; hears the teacher (and touches it)."""
+    def _own(self, code: str, token: str, touch: bool = True, console: bool = False) -> Room | None:
+        """The room, when `token` is its teacher's (or, with `console`, one of the
+        teacher's other devices'); hears the teacher (and touches it)."""
         room = self._rooms.get(code)
-        if room is None or not hmac.compare_digest(room.token, token):
+        if room is None:
             return None
+        if not hmac.compare_digest(room.token, token):
+            if not (console and any(hmac.compare_digest(c, token) for c in room.consoles)):
+                return None
+            room.touched = self._clock() if touch else room.touched
+            return room
         room.heard = self._clock()
         if touch:
             room.touched = room.heard
@@ -284,7 +321,7 @@ class Rooms:
 
     def close(self, code: str, token: str) -> bool:
         with self._lock:
-            room = self._own(code, token)
+            room = self._own(code, token, console=True)
             if room is None:
                 return False
             del self._rooms[code]
@@ -333,7 +370,7 @@ class Rooms:
             now = self._clock()
             room = self._rooms.get(code)
             right = room is not None and hmac.compare_digest(room.key, key)
-            wait = self._spend(client, 1.0 if right else MISS_COST, now)
+            wait = self._spend(client, HIT_COST if right else MISS_COST, now)
             if wait or not right:
                 return Join(False, bool(wait), wait)
             room.token, room.teacher, room.client = secrets.token_urlsafe(24), teacher, client
@@ -384,7 +421,7 @@ class Rooms:
             if room is None:
                 return None
             wake = []
-            if room.dirty:
+            if room.dirty and not room.paused:  # paused: the class holds what it shows
                 room.shown_page, room.shown_values = room.page, copy.deepcopy(room.values)
                 wake = room.bump()
                 room.dirty = False
@@ -392,19 +429,132 @@ class Rooms:
         self._wake(code, wake)
         return version
 
-    def ask(self, code: str, token: str, page: str, key: str, choices=None) -> bool:
-        """Put exercise `key` of `page` to the class (replacing any open question)."""
+    def ask(
+        self, code: str, token: str, page: str, key: str, choices=None,
+        seconds: float | None = None,
+    ) -> bool:  # fmt: skip
+        """Put exercise `key` of `page` to the class (replacing any open question, which
+        goes to the history); its answers close after `seconds` (None: when the teacher
+        closes or reveals it)."""
         with self._lock:
             room = self._own(code, token)
             if room is None:
                 return False
+            self._file(room)
             room.questions += 1
             room.opened.discard((page, key))  # asked: it waits for the class's reveal again
             choices = tuple(choices) if choices is not None else None
-            room.question = Question(room.questions, page, key, choices)
+            now = self._clock()
+            deadline = now + seconds if seconds and seconds > 0 else None
+            room.question = Question(room.questions, page, key, choices, asked_at=now,
+                                     deadline=deadline)  # fmt: skip
             wake = room.bump()
         self._wake(code, wake)
         return True
+
+    @staticmethod
+    def _file(room: Room) -> None:
+        """The open question goes to the class's history (the newest MAX_HISTORY kept)."""
+        if room.question is not None:
+            room.history.append(room.question)
+            del room.history[:-MAX_HISTORY]
+            room.question = None
+
+    def close_question(self, code: str, token: str) -> bool:
+        """No more answers to the open question; it stays on the students' pages until
+        revealed or cleared (the teacher's console, or the projector's page)."""
+        with self._lock:
+            room = self._own(code, token, console=True)
+            if room is None or room.question is None or room.question.closed:
+                return False
+            room.question.closed = True
+            wake = room.bump()
+        self._wake(code, wake)
+        return True
+
+    def clear_question(self, code: str, token: str) -> bool:
+        """Take the open question off the students' pages without revealing it (it goes to
+        the history, with the answers it had)."""
+        with self._lock:
+            room = self._own(code, token, console=True)
+            if room is None or room.question is None:
+                return False
+            room.question.closed = True
+            self._file(room)
+            wake = room.bump()
+        self._wake(code, wake)
+        return True
+
+    def history(self, code: str, token: str) -> list[Question]:
+        """The class's questions, oldest first, the open one last (copies)."""
+        with self._lock:
+            room = self._own(code, token, touch=False, console=True)
+            if room is None:
+                return []
+            now = [room.question] if room.question is not None else []
+            return copy.deepcopy(room.history + now)
+
+    def pause(self, code: str, token: str, paused: bool) -> bool:
+        """Pause the class (the students' pages hold what they show and say so) or go on
+        (they take what the teacher's page shows now)."""
+        with self._lock:
+            room = self._own(code, token, console=True)
+            if room is None or room.paused == paused:
+                return room is not None
+            room.paused = paused
+            if not paused and room.dirty:
+                room.shown_page, room.shown_values = room.page, copy.deepcopy(room.values)
+                room.dirty = False
+            wake = room.bump()
+        self._wake(code, wake)
+        return True
+
+    def new_key(self, code: str, token: str) -> str | None:
+        """A new teacher key; the old one takes nothing back any more, and the teacher's
+        other devices must open their console again."""
+        with self._lock:
+            room = self._own(code, token)
+            if room is None:
+                return None
+            room.key = _draw(KEY_LEN)
+            room.consoles.clear()
+            return room.key
+
+    def console(self, code: str, key: str, client: str) -> str | Join:
+        """The teacher's key opens a console on another device (a phone): a token that
+        reveals, closes, pauses, ends and reads the history, but does not drive the
+        pages (the projector's tab keeps the class); else a Join saying why not."""
+        with self._lock:
+            now = self._clock()
+            room = self._rooms.get(code)
+            right = room is not None and hmac.compare_digest(room.key, key)
+            wait = self._spend(client, HIT_COST if right else MISS_COST, now)
+            if wait or not right:
+                return Join(False, bool(wait), wait)
+            if len(room.consoles) >= 4:  # a few devices; the oldest gives way
+                room.consoles.pop()
+            token = secrets.token_urlsafe(24)
+            room.consoles.add(token)
+            return token
+
+    def reach(self, code: str, token: str) -> Reach | None:
+        """Who the open question can reach now (the teacher's count says why not all)."""
+        with self._lock:
+            room = self._own(code, token, touch=False, console=True)
+            if room is None or room.question is None:
+                return None
+            now, page = self._clock(), room.question.page
+            live = {s for s, w in room.listeners.items() if w.alive()}
+            live |= {s for s, t in room.students.items() if now - t < SEEN_S}
+            here = exploring = elsewhere = 0
+            for s in live:
+                at, following = room.where.get(s, (None, True))
+                if at == page:
+                    here += 1
+                    exploring += not following
+                else:
+                    elsewhere += 1
+            return Reach(here, exploring, elsewhere)
 
     def opened_answer(self, code: str, token: str, page: str, key: str) -> bool:
         """The teacher revealed exercise `key` of `page` on their own page, without asking
@@ -422,7 +572,7 @@ class Rooms:
 
     def reveal(self, code: str, token: str) -> bool:
         with self._lock:
-            room = self._own(code, token)
+            room = self._own(code, token, console=True)
             if room is None or room.question is None:
                 return False
             room.question.revealed = True
@@ -431,10 +581,14 @@ class Rooms:
         return True
 
     # -- the students' side ------------------------------------------------------------
-    def view(self, code: str, student: str | None = None, *, count: bool = True) -> View | None:
-        """What the room shows now; counts `student` as following. `count=False` leaves
-        View.following at 0: counting asks every follower's connection, and a class of
-        150 students each asking it on every change made that 150 × 150 asks."""
+    def view(
+        self, code: str, student: str | None = None, *, count: bool = True,
+        page: str | None = None, following: bool = True,
+    ) -> View | None:  # fmt: skip
+        """What the room shows now; counts `student` as following (or, `following=False`,
+        as exploring) on `page`. `count=False` leaves View.following at 0: counting asks
+        every follower's connection, and a class of 150 students each asking it on every
+        change made that 150 × 150 asks."""
         with self._lock:
             room = self._rooms.get(code)
             if room is None or self._clock() - room.touched > IDLE_S:
@@ -442,13 +596,16 @@ class Rooms:
             now = self._clock()
             if student is not None:
                 self._seen(room, student, now)
+                if page is not None and (student in room.where or len(room.where) < MAX_STUDENTS):
+                    room.where[student] = (page, following)
             following = self._following(room, now) if count else 0
             q = room.question  # the answers travel only once revealed
             question = q and replace(q, answers=dict(q.answers) if q.revealed else {}, clients={})
             values = copy.deepcopy(room.shown_values)
             gone = room.gone is not None
             opened = frozenset(room.opened)
-            return View(room.version, room.shown_page, values, question, following, gone, opened)
+            return View(room.version, room.shown_page, values, question, following, gone, opened,
+                        room.paused)  # fmt: skip
 
     def opened_answers(self, code: str) -> frozenset[tuple[str, str]]:
         """View.opened alone (no copy of the values): what a page's exercises ask."""
@@ -521,7 +678,7 @@ class Rooms:
         with self._lock:
             room = self._rooms.get(code)
             q = room.question if room else None
-            if q is None or q.id != question_id or q.revealed:
+            if q is None or q.id != question_id or not q.open_at(self._clock()):
                 return Answer(False, why="closed")
             if not _fits(q, value):
                 return Answer(False, len(q.answers), "invalid")
@@ -535,9 +692,9 @@ class Rooms:
             return Answer(True, len(q.answers))
 
     def answers(self, code: str, token: str) -> Question | None:
-        """The open question with its answers, for the teacher."""
+        """The open question with its answers, for the teacher (and the console)."""
         with self._lock:
-            room = self._own(code, token, touch=False)
+            room = self._own(code, token, touch=False, console=True)
             return copy.deepcopy(room.question) if room else None
 
 

@@ -288,7 +288,14 @@ def test_a_teacher_who_leaves_is_told_to_the_class_and_the_key_takes_it_back(sto
 def test_joins_and_key_tries_are_rate_limited_per_client(store):
     rooms, clock = store
     code, _ = opened(rooms, "address t", Session())
-    assert all(rooms.join(code, "address a").ok for _ in range(int(R.JOIN_BURST)))
+    # A lecture hall behind one address (issue 50): every student joins at once.
+    assert all(rooms.join(code, "address a").ok for _ in range(R.MAX_STUDENTS))
+    # Wrong codes spend the allowance; past it, even the right code waits (else the
+    # refusal itself would tell a guesser which codes are wrong).
+    misses = 0
+    while not rooms.join("A" * R.CODE_LEN, "address a").slow:
+        misses += 1
+    assert misses == int(R.JOIN_BURST / R.MISS_COST)
     slow = rooms.join(code, "address a")
     assert not slow.ok and slow.slow and slow.wait_s > 0
     assert rooms.join(code, "address b").ok  # another client is not held up
@@ -334,3 +341,91 @@ def test_rooms_expire_and_close(store):
     clock.t += R.IDLE_S + 1
     assert rooms.view(other) is None and rooms.version(other) is None
     assert not rooms.exists(other) and len(rooms) == 0
+
+
+# ------------------------------------------------------------- the teacher's console (issue 50)
+def test_a_paused_class_holds_what_it_shows_and_takes_the_teacher_s_view_on_resume(store):
+    rooms, _ = store
+    code, token = opened(rooms)
+    rooms.show(code, token, "scaling")
+    rooms.set(code, token, "d_k", 64)
+    rooms.commit(code, token)
+    assert rooms.pause(code, token, True)
+    paused = rooms.view(code)
+    assert paused.paused
+    rooms.set(code, token, "d_k", 512)  # the teacher prepares the next view
+    rooms.commit(code, token)
+    held = rooms.view(code)
+    assert held.values == {"d_k": 64} and held.version == paused.version
+    assert rooms.pause(code, token, False)
+    on = rooms.view(code)
+    assert not on.paused and on.values == {"d_k": 512} and on.version > held.version
+
+
+def test_questions_close_clear_and_time_out_and_stay_in_the_history(store):
+    rooms, clock = store
+    code, token = opened(rooms)
+    rooms.ask(code, token, "scaling", "spread", ["a", "b"])
+    q = rooms.view(code).question
+    assert rooms.answer(code, q.id, "s1", "a").kept
+    assert rooms.close_question(code, token)
+    assert rooms.answer(code, q.id, "s2", "b").why == "closed"
+    assert rooms.view(code).question.closed  # still on the pages, not revealed
+    assert rooms.reveal(code, token)  # a closed question can still be revealed
+    rooms.ask(code, token, "scaling", "sd", seconds=30)  # a number, with a countdown
+    q2 = rooms.view(code).question
+    assert q2.deadline == clock.t + 30
+    assert rooms.answer(code, q2.id, "s1", 2.0).kept
+    clock.t += 30
+    assert rooms.answer(code, q2.id, "s2", 3.0).why == "closed"  # time is up
+    assert rooms.clear_question(code, token)
+    assert rooms.view(code).question is None
+    past = rooms.history(code, token)
+    assert [(x.key, x.revealed, dict(x.answers)) for x in past] == [
+        ("spread", True, {"s1": "a"}),
+        ("sd", False, {"s1": 2.0}),
+    ]
+    assert rooms.history(code, "not-the-token") == []
+
+
+def test_the_history_is_bounded(store):
+    rooms, _ = store
+    code, token = opened(rooms)
+    for i in range(R.MAX_HISTORY + 5):
+        rooms.ask(code, token, "scaling", f"q{i}")
+    past = rooms.history(code, token)
+    assert len(past) == R.MAX_HISTORY + 1  # the kept ones and the open one
+    assert past[-1].key == f"q{R.MAX_HISTORY + 4}"
+
+
+def test_a_console_on_another_device_reveals_and_pauses_but_does_not_drive(store):
+    rooms, _ = store
+    code, token = opened(rooms, "address t", Session())
+    key = rooms._rooms[code].key  # (shown to the teacher only)
+    assert isinstance(rooms.console(code, "A" * R.KEY_LEN, "address p"), R.Join)
+    phone = rooms.console(code, key, "address p")
+    assert isinstance(phone, str)
+    rooms.ask(code, token, "scaling", "spread", ["a", "b"])
+    assert rooms.answers(code, phone).key == "spread"
+    assert rooms.pause(code, phone, True) and rooms.view(code).paused
+    assert rooms.reveal(code, phone)
+    assert not rooms.show(code, phone, "masks")  # the pages are the projector's
+    assert not rooms.set(code, phone, "d_k", 1) and rooms.commit(code, phone) is None
+    assert not rooms.ask(code, phone, "scaling", "x")
+    # A new key: the old one opens nothing any more, and the consoles must open again.
+    new = rooms.new_key(code, token)
+    assert new != key and rooms.new_key(code, phone) is None
+    assert rooms.answers(code, phone) is None
+    assert isinstance(rooms.console(code, key, "address p"), R.Join)
+    assert isinstance(rooms.reclaim(code, key, "address s"), R.Join)  # a student with the old
+    assert isinstance(rooms.console(code, new, "address p"), str)
+
+
+def test_the_console_says_who_a_question_can_reach(store):
+    rooms, _ = store
+    code, token = opened(rooms)
+    rooms.ask(code, token, "scaling", "spread", ["a", "b"])
+    rooms.view(code, "s1", page="scaling")
+    rooms.view(code, "s2", page="scaling", following=False)  # exploring on the page
+    rooms.view(code, "s3", page="masks", following=False)  # on another page
+    assert rooms.reach(code, token) == R.Reach(here=2, exploring=1, elsewhere=1)
