@@ -78,10 +78,13 @@ def run() -> None:
         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"
     )
 
+    ui.join_box()  # a student who has a class's code types it here
+
     first_look()
 
     st.header("The lesson, one question per page")
-    for i, lesson in enumerate(ui.available()[1:], start=1):
+    # counted as the footer counts them: this page is lesson 1
+    for i, lesson in enumerate(ui.available()[1:], start=2):
         st.page_link(
             lesson.file, label=f"{i}. {lesson.title} — {lesson.question}", icon=lesson.icon
         )

@@ -120,10 +120,19 @@ def _forget_edits() -> None:
 
 
 def current_example(start: str) -> Example:
-    """The example every step reads: the last valid edit of `start`, else `start`."""
+    """The example every step reads: the last valid edit of `start`, else `start`.
+
+    A teacher's example is the class's (ui.publish: a following student's page takes it
+    with the teacher's other values, before anything of this run is drawn)."""
     if st.session_state.get("softmax_start") != start or LAST not in st.session_state:
         st.session_state["softmax_start"] = start  # a new starting point: old edits go
         _forget_edits()
+    return _shared(start)
+
+
+def _shared(start: str) -> Example:
+    ui.publish("softmax_start", start)
+    ui.publish(LAST, st.session_state[LAST])
     return st.session_state[LAST]
 
 
@@ -188,7 +197,10 @@ def edit_example(start: str) -> Example:
     of changes to the table it was given."""
     current_example(start)
     cut = clean_tables()
-    if BASE not in st.session_state or any(key not in st.session_state for key in TABLES):
+    # A following student's tables show the teacher's example: rebuilt from it whenever
+    # the class's example moved (the student's own edit would have made them explore).
+    moved = ui.following() and st.session_state.get(BASE) != st.session_state[LAST]
+    if moved or BASE not in st.session_state or any(key not in st.session_state for key in TABLES):
         for key in TABLES:
             st.session_state.pop(key, None)  # both rebuild together, from the same base
         st.session_state[BASE] = st.session_state[LAST]
@@ -206,7 +218,7 @@ def edit_example(start: str) -> Example:
     except core.ExampleError as e:
         st.error(_bad_cell(e), icon=":material/table_edit:")
     st.button("Undo my edits", on_click=_undo, icon=":material/undo:")
-    return st.session_state[LAST]
+    return _shared(start)
 
 
 def _hull(ex: Example, steps, soft, hull, sumnorm: bool) -> None:
@@ -494,7 +506,7 @@ def scale_exercise(quiz: int, c: float, names: list, scores: tuple) -> None:
     top = int(r.weights.argmax())
     pairs = ", ".join(f"{n}: {x:.3g}" for n, x in zip(map(ui.escape, names), scores, strict=True))
     ui.predict_choice(
-        f"softmax-scale-{quiz}-{'_'.join(f'{x:.6g}' for x in scores)}",
+        f"softmax-scale-{quiz}",  # one question for the class, whatever a student's example
         W("exercise.scale.q", pairs=pairs, c=c),
         list(choices.values()),
         choices[answer],

@@ -20,6 +20,7 @@ from .chrome import (
     show,
     try_this,
 )
+from .classroom import join_box
 from .content import Words
 from .controls import (
     log_slider,
@@ -41,7 +42,7 @@ from .controls import (
     used_by,
 )
 from .editors import EditorCut, bound_editor, editor, editor_note
-from .events import moved
+from .events import following, moved, publish
 from .exercises import predict_choice, predict_number, revealed, until_reveal
 from .lesson import LESSONS, Lesson, available, lesson
 from .share import presenting, where
@@ -62,8 +63,10 @@ __all__ = [
     "editor_note",
     "escape",
     "explain",
+    "following",
     "frozen",
     "jobs",
+    "join_box",
     "lesson",
     "log_slider",
     "moved",
@@ -77,6 +80,7 @@ __all__ = [
     "predict_number",
     "presenting",
     "prev_next",
+    "publish",
     "radio",
     "revealed",
     "safe_text",

@@ -261,6 +261,11 @@ a:focus-visible, button:focus-visible, [role="tab"]:focus-visible, [tabindex]:fo
 input:focus-visible, [role="slider"]:focus-visible, summary:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px;
 }
+/* Class mode's join screen: the code in type the back row reads. */
+.st-key-ui_join_screen [data-testid="stMarkdownContainer"] p { font-size: 1.6rem !important; }
+.st-key-ui_join_screen [data-testid="stMarkdownContainer"] p:first-child {
+  font-size: 2.4rem !important; }
+.st-key-ui_join_screen strong { font-size: 3.4rem; letter-spacing: 0.08em; }
 /* Code blocks: the highlighter's light token colours fall below 4.5:1 on the block's
    background; darker ones of the same hue. */
 [data-testid="stCode"] .token.boolean, [data-testid="stCode"] .token.number,

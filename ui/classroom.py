@@ -22,12 +22,14 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import logging
 import secrets
 import threading
 import time
 import weakref
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -133,7 +135,7 @@ def _open_room(state: dict | None) -> None:
         del st.query_params["room"]
         _say(opened.value, **({"n": _room.ROOMS_PER_CLIENT} if opened.value == "client" else {}))
         return
-    _teach(opened, show_key=True)
+    _teach(opened, show_key=False)  # never on the projector unasked (issue 50)
 
 
 def _read_link() -> None:
@@ -169,6 +171,28 @@ def _follow_room(code: str) -> dict:
     return state
 
 
+def join_box() -> None:
+    """Home: "Join a class", a box for the code a teacher's join screen shows (a wrong
+    code says so above and leaves the box to try again); nothing for a session in a class."""
+    if _state() is not None:
+        return
+    form = st.form("_ui_join", border=True)
+    with form, st.container(horizontal=True, vertical_alignment="bottom"):
+        st.text_input(
+            "Join a class: its code", key="_ui_join_code", max_chars=16, placeholder="ABC DEF",
+            help="The six letters and digits on your teacher's screen",
+        )  # fmt: skip
+        st.form_submit_button("Join", on_click=_join_typed, icon=":material/group_add:",
+                              type="primary")  # fmt: skip
+
+
+def _join_typed() -> None:
+    """The join box's callback: the code goes into the link, which the run reads."""
+    typed = str(st.session_state.get("_ui_join_code") or "").strip()[:16]
+    if typed:
+        st.query_params["room"] = typed
+
+
 def _ended(state: dict) -> None:
     st.session_state.pop(_ROOM, None)
     if st.query_params.get("room") == state["code"]:
@@ -200,11 +224,21 @@ def sync(url_path: str) -> None:
         return
     state["page"] = url_path
     state.pop("drawn", None)  # this run's controls note their values again (publish)
-    view = rooms().view(state["code"], _student() if state["following"] else None, count=False)
+    if state.get("console"):  # the teacher's other device: its panel, no following
+        if not rooms().exists(state["code"]):
+            _ended(state)
+        elif not rooms().allowed(state["code"], state["console"]):
+            st.session_state.pop(_ROOM, None)
+            _say("console_closed", code=state["code"])
+            _follow_room(state["code"])
+        return
+    view = rooms().view(
+        state["code"], _student(), count=False, page=url_path, following=state["following"]
+    )
     if view is None:
         _ended(state)
         return
-    state["gone"] = view.gone
+    state["gone"], state["paused"] = view.gone, view.paused
     if state["following"]:
         _follow(state, view, url_path)
         _listen(state)
@@ -343,8 +377,8 @@ def _leave() -> None:
 
 def _end() -> None:
     state = _state()
-    if state and state.get("token"):
-        rooms().close(state["code"], state["token"])
+    if state and (state.get("token") or state.get("console")):
+        rooms().close(state["code"], state.get("token") or state["console"])
     _leave()
 
 
@@ -371,6 +405,8 @@ def _check(code: str, student: str | None) -> None:
     if state.get("gone"):  # the teacher's tab reloaded or closed (ui.room's sweep)
         minutes = RECLAIM_S / 60
         st.warning(say("gone", code=code, minutes=minutes), icon=":material/podcasts:")
+    elif state.get("paused"):
+        st.warning(say("paused", code=code), icon=":material/pause_circle:")
     else:
         st.info(say("following", code=code), icon=":material/podcasts:")
 
@@ -386,14 +422,36 @@ def _exploring(code: str, row) -> None:
 
 
 def _door(code: str) -> None:
-    """For a teacher whose tab reloaded, or who moves to another tab: the key takes the
-    class back (rate-limited with the joins, so a key cannot be guessed either)."""
-    door = st.popover("I am the teacher", icon=":material/key:", width="stretch")
+    """For a teacher whose tab reloaded, or who moves to another tab or device: the key
+    takes the class back here, or opens the teacher's console here while the projector
+    keeps the class (rate-limited with the joins, so a key cannot be guessed either). A
+    small link on a student's screen, not a button across it."""
+    door = st.popover("I am the teacher", icon=":material/key:", type="tertiary")
     with door, st.form("_ui_room_reclaim", border=False):
         st.text_input("Teacher key", key="_ui_room_key", type="password")
         st.form_submit_button(
-            "Take the class back", type="primary", on_click=_reclaim, args=(code,)
+            "Take the class back to this tab", type="primary", on_click=_reclaim, args=(code,)
         )
+        st.form_submit_button(
+            "Open the teacher's console here", on_click=_open_console, args=(code,),
+            help="On your phone: reveal, close, pause and end while the projector keeps "
+            "the lesson",
+        )  # fmt: skip
+
+
+def _open_console(code: str) -> None:
+    """The door's other button: this device becomes the teacher's console."""
+    state = _state()
+    if not state or state.get("token"):
+        return
+    typed = st.session_state.pop("_ui_room_key", "")
+    got = rooms().console(code, normal_key(typed) or "", _client())
+    if isinstance(got, str):
+        following = state.get("following")
+        _drop(state)
+        st.session_state[_ROOM] = {"code": code, "console": got, "following": following}
+        return
+    st.session_state[_DOOR] = say("slow", s=got.wait_s) if got.slow else say("wrong_key")
 
 
 def _reclaim(code: str) -> None:
@@ -414,10 +472,24 @@ def _reclaim(code: str) -> None:
 
 
 def _key_box(state: dict) -> None:
-    """The teacher's key, shown when the room opens (and on request) until hidden."""
+    """The teacher's key, on request, until hidden; never in presenter mode (that screen
+    is the projector's). "New key" makes the old one take nothing back."""
     box = st.container(border=True)
     box.markdown(say("key", key=state["key"], minutes=RECLAIM_S / 60))
-    box.button("Hide the key", on_click=_show_key, args=(False,), key="_ui_room_hide_key")
+    left, right = box.columns(2)
+    left.button("Hide the key", on_click=_show_key, args=(False,), key="_ui_room_hide_key")
+    right.button(
+        "New key", on_click=_new_key, icon=":material/autorenew:", type="tertiary",
+        key="_ui_room_new_key", help="The old key takes the class back no more",
+    )  # fmt: skip
+
+
+def _new_key() -> None:
+    state = _state()
+    if state and state.get("token"):
+        key = rooms().new_key(state["code"], state["token"])
+        if key:
+            state["key"], state["show_key"] = key, True
 
 
 def _show_key(show: bool) -> None:
@@ -437,8 +509,15 @@ def banner() -> None:
     if state.get("token"):
         if not presenting():  # in presenter mode ui.page_header puts it in its top row
             teacher_panel()
-        if state.get("show_key"):
+        if state.get("show_key") and not presenting():
             _key_box(state)
+        if state.get("join_screen"):
+            _join_screen(state["code"])
+        if state.get("paused_here"):
+            st.warning(say("paused_teacher"), icon=":material/pause_circle:")
+        return
+    if state.get("console"):
+        _console(state["code"], state["console"])
         return
     if state["following"]:
         text, door = st.columns([5, 1.3], vertical_alignment="center")
@@ -494,24 +573,183 @@ def _count(code: str, token: str) -> None:
     st.caption(say("count", n=n, s="" if n == 1 else "s"))
 
 
+SECONDS = {"none": None, "30 s": 30.0, "60 s": 60.0, "2 min": 120.0}  # time to answer
+
+
 def teacher_panel() -> None:
-    """The teacher's room: its code, the join link and QR code, the count, End."""
+    """The teacher's room: joining (the code, link and QR code, a join screen), the
+    count, the time to answer, pause, the class's questions, the key, End."""
     state = _state()
     code = state["code"]
+    with st.popover(f"Class {code}", icon=":material/groups:", width="stretch"):
+        _join_box(code)
+        st.button(
+            "Hide the join screen" if state.get("join_screen") else "Show the join screen",
+            on_click=_toggle, args=("join_screen",), icon=":material/qr_code_2:",
+            key="_ui_room_join_screen",
+        )  # fmt: skip
+        st.caption(say("panel"))
+        st.selectbox(
+            "Time to answer a question", list(SECONDS), key="_ui_room_seconds",
+            help="Answers close by themselves after this long (none: when you close or reveal)",
+        )  # fmt: skip
+        _pause_button(code, state["token"], bool(state.get("paused_here")))
+        _history(code, state["token"])
+        if presenting():
+            st.caption(say("key_hidden"))
+        else:
+            st.button(
+                "Show my teacher key", on_click=_show_key, args=(True,), type="tertiary",
+                icon=":material/key:", key="_ui_room_show_key",
+            )  # fmt: skip
+        _end_button(state)
+    _count(code, state["token"])
+
+
+def _join_box(code: str) -> None:
     url = join_url(code)
     png = qr_png(url)
-    with st.popover(f"Class {code}", icon=":material/groups:", width="stretch"):
-        shown = controls.safe_text(url, 120)
-        st.markdown(say("join" if png else "join_no_qr", url=shown, code=code))
-        if png:
-            st.image(png, width=280, caption=f"Join class {code}")
-        st.caption(say("panel"))
-        st.button("End the class", on_click=_end, icon=":material/logout:", key="_ui_room_end")
-        st.button(
-            "Show my teacher key", on_click=_show_key, args=(True,), type="tertiary",
-            icon=":material/key:", key="_ui_room_show_key",
+    st.markdown(say("join" if png else "join_no_qr", url=controls.safe_text(url, 120), code=code))
+    if png:
+        st.image(png, width=280, caption=f"Join class {code}")
+
+
+def _join_screen(code: str) -> None:
+    """What a teacher projects while the class joins: the code in large type, the link
+    and the QR code (the join screen, until hidden)."""
+    box = st.container(border=True, key="ui_join_screen")
+    left, right = box.columns([3, 2], vertical_alignment="center")
+    url = join_url(code)
+    left.markdown(say("join_screen", code=" ".join([code[:3], code[3:]]),
+                      url=controls.safe_text(url, 120)))  # fmt: skip
+    png = qr_png(url)
+    if png:
+        right.image(png, width=320, caption=f"Join class {code}")
+    box.button("Hide the join screen", on_click=_toggle, args=("join_screen",),
+               key="_ui_room_join_hide")  # fmt: skip
+
+
+def _toggle(name: str) -> None:
+    state = _state()
+    if state:
+        state[name] = not state.get(name)
+
+
+def _pause_button(code: str, token: str, paused: bool) -> None:
+    st.button(
+        "Go on with the class" if paused else "Pause the class",
+        on_click=_pause, args=(code, token, not paused),
+        icon=":material/play_circle:" if paused else ":material/pause_circle:",
+        key="_ui_room_pause", help=say("pause_help"),
+    )  # fmt: skip
+
+
+def _pause(code: str, token: str, paused: bool) -> None:
+    if rooms().pause(code, token, paused):
+        state = _state()
+        if state and state.get("token"):
+            state["paused_here"] = paused
+
+
+def _end_button(state: dict) -> None:
+    """End the class, after a second press that confirms it."""
+    if not state.get("confirm_end"):
+        st.button("End the class", on_click=_toggle, args=("confirm_end",),
+                  icon=":material/logout:", key="_ui_room_end")  # fmt: skip
+        return
+    st.warning(say("end_confirm", code=state["code"]), icon=":material/logout:")
+    yes, no = st.columns(2)
+    yes.button("End it", on_click=_end, type="primary", key="_ui_room_end_yes")
+    no.button("Keep the class", on_click=_toggle, args=("confirm_end",), key="_ui_room_end_no")
+
+
+def history_csv(questions: list[Question]) -> str:
+    """The class's questions and answers, one row per question and answer given (a
+    choice with its count, or a number with its count), oldest question first."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["question", "page", "exercise", "asked_s", "revealed", "answer", "count"])
+    start = questions[0].asked_at if questions else 0.0
+    for n, q in enumerate(questions, 1):
+        counts = Counter(q.answers.values())
+        rows = [(c, counts.get(c, 0)) for c in q.choices] if q.choices else sorted(counts.items())
+        for answer, k in rows or [("", 0)]:
+            w.writerow([n, q.page, q.key, f"{q.asked_at - start:.0f}", q.revealed, answer, k])
+    return out.getvalue()
+
+
+def _history(code: str, token: str) -> None:
+    """The class's questions so far, with their answers, and all of them as one CSV."""
+    past = rooms().history(code, token)
+    if not past:
+        return
+    with st.expander(f"This class's questions ({len(past)})", icon=":material/history:"):
+        for n, q in enumerate(past, 1):
+            st.markdown(say("history_line", n=n, page=q.page, key=controls.safe_text(q.key, 60),
+                            answers=len(q.answers), s="" if len(q.answers) == 1 else "s",
+                            state=say("history_revealed" if q.revealed else
+                                      "history_open" if q.open_at(time.monotonic())
+                                      else "history_closed")))  # fmt: skip
+        st.download_button(
+            "All answers (CSV)", data=history_csv(past), file_name=f"class-{code}.csv",
+            mime="text/csv", icon=":material/download:", type="tertiary",
+            key="_ui_room_history_csv", on_click="ignore",
         )  # fmt: skip
-    _count(code, state["token"])
+
+
+@st.fragment(run_every=COUNT_S)
+def _console(code: str, token: str) -> None:
+    """The teacher's console on another device: the open question and its answers
+    (reveal, close, clear), pause, the class's questions, End. The projector's tab keeps
+    the pages and asks the questions."""
+    store = rooms()
+    q = store.answers(code, token)
+    if not store.allowed(code, token):
+        st.rerun()  # the class ended, or a new key closed this console: sync says which
+    box = st.container(border=True)
+    box.markdown(say("console", code=code))
+    if q is not None:
+        _question_state(box, code, token, q)
+        c1, c2, c3 = box.columns(3)
+        c1.button("Reveal to the class", on_click=_console_do, args=("reveal", code, token),
+                  type="primary", key="_ui_console_reveal", disabled=q.revealed)  # fmt: skip
+        c2.button("Close answers", on_click=_console_do, args=("close", code, token),
+                  key="_ui_console_close", disabled=q.closed or q.revealed)  # fmt: skip
+        c3.button("Clear without revealing", on_click=_console_do, args=("clear", code, token),
+                  key="_ui_console_clear")  # fmt: skip
+    else:
+        box.caption(say("console_no_question"))
+    view = store.view(code, count=False)
+    with box:
+        _pause_button(code, token, bool(view and view.paused))
+        _history(code, token)
+        state = _state() or {}
+        _end_button(state)
+
+
+def _console_do(what: str, code: str, token: str) -> None:
+    store = rooms()
+    {"reveal": store.reveal, "close": store.close_question, "clear": store.clear_question}[what](
+        code, token
+    )
+
+
+def _question_state(box, code: str, token: str, q: Question) -> None:
+    """For the teacher: how many answered of how many it reaches, why not everyone, and
+    the time left."""
+    reach = rooms().reach(code, token)
+    n = len(q.answers)
+    here = reach.here if reach else 0
+    box.markdown(say("answered", n=n, of=max(here, n)))
+    if reach and (reach.elsewhere or reach.exploring):
+        box.caption(say("reach", elsewhere=reach.elsewhere, exploring=reach.exploring))
+    now = time.monotonic()
+    if q.revealed:
+        return
+    if q.closed or not q.open_at(now):
+        box.caption(say("closed_answers"))
+    elif q.deadline is not None:
+        box.caption(say("time_left", s=q.deadline - now))
 
 
 # --------------------------------------------------------------- a question to the class
@@ -545,7 +783,8 @@ def asked(key: str) -> Asked | None:
 def _ask(key: str, choices) -> None:
     state = _state()
     if state and state.get("token"):
-        rooms().ask(state["code"], state["token"], state.get("page", ""), key, choices)
+        seconds = SECONDS.get(st.session_state.get("_ui_room_seconds", "none"))
+        rooms().ask(state["code"], state["token"], state.get("page", ""), key, choices, seconds)
         for k in (f"_predict_{key}", f"pick-{key}", f"guess-{key}"):
             st.session_state.pop(k, None)  # the projector hides the answer too
 
@@ -585,19 +824,26 @@ def ask_button(box, key: str, choices) -> None:
 @st.fragment(run_every=COUNT_S)
 def _answers(code: str, token: str) -> None:
     q = rooms().answers(code, token)
-    n = len(q.answers) if q else 0
-    st.markdown(say("answers", n=n, s="" if n == 1 else "s"))
+    if q is None:
+        st.rerun()  # cleared from the console: the page shows the exercise again
+    _question_state(st, code, token, q)
 
 
 def hold(box, key: str) -> None:
-    """The teacher's exercise while the class answers: the count and Reveal."""
+    """The teacher's exercise while the class answers: "12 of 58 answered", who it cannot
+    reach and why, the time left; Reveal, Close answers, Clear without revealing."""
     state = _state()
     with box:
         _answers(state["code"], state["token"])
-    box.button(
+    reveal, close, clear = box.columns([1.2, 1, 1.2])
+    reveal.button(
         "Reveal to the class", on_click=_reveal, args=(key,), type="primary",
         icon=":material/visibility:", key=f"_ui_reveal_{key}",
     )  # fmt: skip
+    close.button("Close answers", on_click=_console_do, args=("close", state["code"],
+                 state["token"]), key=f"_ui_close_{key}")  # fmt: skip
+    clear.button("Clear without revealing", on_click=_console_do, args=("clear", state["code"],
+                 state["token"]), type="tertiary", key=f"_ui_clear_{key}")  # fmt: skip
 
 
 def collect(box, a: Asked, sent: bool, answer: Any) -> bool | None:
@@ -615,10 +861,15 @@ def collect(box, a: Asked, sent: bool, answer: Any) -> bool | None:
                 say(f"kept_not.{got.why}", **({"n": got.count} if got.why == "full" else {})),
                 icon=":material/block:",
             )
-    if state.get("answered") == a.question.id and kept is not False:
+    q, now = a.question, time.monotonic()
+    if state.get("answered") == q.id and kept is not False:
         box.info(say("answer_in"), icon=":material/how_to_vote:")
     elif kept is None:
         box.caption(say("asked"))
+    if not q.open_at(now):
+        box.caption(say("closed_answers"))
+    elif q.deadline is not None:
+        box.caption(say("time_left", s=q.deadline - now))
     return kept
 
 

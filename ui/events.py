@@ -45,6 +45,13 @@ def value_set(key: str, value: Any) -> None:
     announce(VALUE_SET, key, value)
 
 
+def publish(key: str, value: Any) -> None:
+    """A value of the page's own that a class shares like a control's (a table's
+    example): a teacher's session publishes it, a following student's page takes it into
+    session state under `key` before anything of its run is drawn."""
+    announce(VALUE_SET, key, value)
+
+
 def moved(key: str) -> None:
     """Every ui control's on_change."""
     announce(MOVED, key)

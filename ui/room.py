@@ -485,6 +485,11 @@ class Rooms:
         self._wake(code, wake)
         return True
 
+    def allowed(self, code: str, token: str) -> bool:
+        """Whether `token` is the room's teacher's or one of their consoles'."""
+        with self._lock:
+            return self._own(code, token, touch=False, console=True) is not None
+
     def history(self, code: str, token: str) -> list[Question]:
         """The class's questions, oldest first, the open one last (copies)."""
         with self._lock:

@@ -39,7 +39,18 @@ def test_the_teacher_gets_a_code_and_keeps_the_token_out_of_the_url():
     assert at.query_params["room"] == code
     assert all(state["token"] not in str(v) for v in at.query_params.values())
     assert len(code) == CODE_LEN and state["key"] not in str(at.query_params)
-    assert state["key"] in " ".join(m.value for m in at.markdown)  # shown to the teacher
+    # Issue 50: the key is never on the projector (presenter mode), and on the teacher's
+    # own screen only on request.
+    shown = lambda x: state["key"] in " ".join(m.value for m in x.markdown)  # noqa: E731
+    assert not shown(at) and not [b for b in at.button if b.key == "_ui_room_show_key"]
+    own = run_page("pages/scaling.py", room="new")
+    state = own.session_state["_ui_room"]
+    assert not shown(own)
+    own.button(key="_ui_room_show_key").click().run()
+    assert shown(own)
+    old = state["key"]
+    own.button(key="_ui_room_new_key").click().run()  # a new key: the old one takes nothing
+    assert own.session_state["_ui_room"]["key"] != old
     view = rooms().view(code)
     assert view.page == "scaling" and view.values["d_k"] == 64  # the page's controls
 
@@ -113,7 +124,9 @@ def test_a_repeated_room_uses_the_last_and_an_ended_class_says_so():
     st.query_params["room"] = ["AAAAAA", code]
     st.run()
     assert "2 times" in warnings(st) and st.session_state["_ui_room"]["code"] == code
-    at.button(key="_ui_room_end").click().run()
+    at.button(key="_ui_room_end").click().run()  # asks first
+    assert "_ui_room" in at.session_state and "for everyone?" in warnings(at)
+    at.button(key="_ui_room_end_yes").click().run()
     no_exception(at)
     assert "_ui_room" not in at.session_state
     st.run()
@@ -152,7 +165,7 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
         assert "Your answer is in" in infos(st)
     assert len(rooms().answers(code, at.session_state["_ui_room"]["token"]).answers) == 2
     at.run()
-    assert "**2** answers" in " ".join(m.value for m in at.markdown)
+    assert re.search(r"\*\*2 of \d+\*\* answered", " ".join(m.value for m in at.markdown))
     at.button(key=f"_ui_reveal_{key}").click().run()
     assert at.session_state[EXERCISE_LOG][0]["revealed"]
     for st in (a, b):
@@ -194,8 +207,7 @@ def test_a_teacher_who_reloads_is_told_to_the_class_and_takes_it_back_with_the_k
     made, store = sessions
     at, code = teacher()
     key = at.session_state["_ui_room"]["key"]
-    at.button(key="_ui_room_hide_key").click().run()
-    assert key not in " ".join(m.value for m in at.markdown)  # hidden: off the projector
+    assert key not in " ".join(m.value for m in at.markdown)  # never on the projector
     st = run_page("pages/home.py", room=code)
     assert "Following the teacher" in infos(st)
     again = run_page("pages/scaling.py", present="1", room=code)  # the teacher's reload
@@ -207,10 +219,10 @@ def test_a_teacher_who_reloads_is_told_to_the_class_and_takes_it_back_with_the_k
     assert "Your teacher's page has closed" in warnings(st)
     assert "Following the teacher" not in infos(st)
     again.text_input(key="_ui_room_key").input("A" * R.KEY_LEN)
-    again.button(key="FormSubmitter:_ui_room_reclaim-Take the class back").click().run()
+    again.button(key="FormSubmitter:_ui_room_reclaim-Take the class back to this tab").click().run()
     assert "not this class's teacher key" in warnings(again)
     again.text_input(key="_ui_room_key").input(f" {key[:4].lower()}-{key[4:]} ")
-    again.button(key="FormSubmitter:_ui_room_reclaim-Take the class back").click().run()
+    again.button(key="FormSubmitter:_ui_room_reclaim-Take the class back to this tab").click().run()
     no_exception(again)
     assert again.session_state["_ui_room"].get("token")  # the teacher again
     store.sweep()
