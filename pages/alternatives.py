@@ -220,19 +220,22 @@ def cosine_step(s: Settings) -> None:
     st.header("Cosine's bound: flat weights, and deaf to length")
     st.markdown(W("cosine.intro"))
     v = cosine_view(s)
-    c1, c2 = st.columns(2, gap="large")
-    with c1:
-        ui.show(v["entropy"])
-    with c2:
-        ui.show(v["loud"])
     bound = core.cosine_max_weight_bound(s.tau, len(LABELS))
-    ui.predict_number(
+    shown = ui.predict_number(
         _key("alt-cosmax", s.seed, s.tau),
         W("exercise.cosmax.q", tau=s.tau, seed=s.seed),
         v["cos_row_max"],
         W("exercise.cosmax.why", tau=s.tau, bound=bound),
         rel_tol=0.15, abs_tol=0.03, fmt="{:.3f}", lo=0.0, hi=1.0,
     )  # fmt: skip
+    c1, c2 = st.columns(2, gap="large")
+    with c1:  # how flat the rows are at each τ answers the question: after the reveal
+        if shown:
+            ui.show(v["entropy"])
+        else:
+            ui.until_reveal(W("cosine.entropy_hidden"))
+    with c2:
+        ui.show(v["loud"])
     ui.try_this(W.pairs("try.cosine"))
     ui.explain("Why keep the length? Why not always normalise?", W("explain.cosine"))
 

@@ -288,9 +288,12 @@ def maps_step(s: Settings) -> None:
     ui.show(maps_chart(s.ids, s.labels, s.typed, asked))
     if asked is not None:
         ui.until_reveal(W("maps.hidden", head=names[asked]))
-    look_exercise(s.ids, s.labels, a, names)
+    looked = look_exercise(s.ids, s.labels, a, names)
     ui.try_this(W.pairs("try.maps"))
-    ui.explain("How two layers make an induction head", W("explain.compose"), expanded=True)
+    if looked:  # it says where an induction head looks: the question's answer
+        ui.explain("How two layers make an induction head", W("explain.compose"), expanded=True)
+    else:
+        ui.until_reveal(W("maps.compose_hidden"))
 
 
 def look_head(a) -> int | None:

@@ -493,9 +493,9 @@ def fill_step(s: Settings) -> None:
     st.header("The fill value: −inf, −1e9, finfo.min or −1e4?")
     if empty_row_exercise(s):  # the grid shows what every fill gives: the answer
         ui.show(fill_chart(s.spec, s.logit_size, s.fill, s.dtype))
+        ui.explain(W("explain.fill.title"), explain_fill())  # it says why: an answer too
     else:
         ui.until_reveal(W("fill.hidden"))
-    ui.explain("Why −inf, and why not always −inf?", explain_fill())
 
 
 @st.fragment

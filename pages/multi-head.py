@@ -151,7 +151,7 @@ def params_exercise(d_model: int, heads: int) -> bool:
     h = split_heads(d_model, heads)
     p1, ph = params_truth(d_model, h)
     values = dict(many=p1 * h, same=p1, fewer=p1 // h)
-    choices = W.choices("exercise.params.choices", h=h, p1=p1, many=p1 * h, fewer=p1 // h)
+    choices = W.choices("exercise.params.choices", h=h)  # no figures: one would be the question's
     correct = min(values, key=lambda c: abs(values[c] - ph))  # the one that matches the count
     return ui.predict_choice(
         f"mh-params-{d_model}-{h}",

@@ -162,9 +162,9 @@ def order_step(s: Settings) -> None:
         c.metric(W("order.metrics.rope"), f"{rope:.3g}")
         ui.show(shuffle_chart(s.T, s.d_k, s.seed))
         st.markdown(W("order.alibi", causal_alibi=causal_alibi))
+        st.markdown(W("order.counting"))  # (a causal mask breaks the symmetry: a hint)
     else:
         ui.until_reveal(W("order.hidden"))
-    st.markdown(W("order.counting"))
     if shown:  # its second experiment says what the no-position line does: the answer
         seeds = f"{SEEDS[0]}–{SEEDS[-1]}"
         ui.try_this(W.pairs("try.order", T_min=T_MIN, T_max=T_MAX, kept=kept, seeds=seeds))

@@ -29,10 +29,23 @@ EXERCISE_LOG = "_ui_exercises"  # this run's exercises; cleared by ui.page_heade
 
 
 def _log(key: str, secrets: Sequence[str], revealed: bool) -> bool:
+    about = st.session_state.get(_ABOUT, {}).get(key, {})
     st.session_state.setdefault(EXERCISE_LOG, []).append(
-        {"key": key, "secrets": [s for s in secrets if s], "revealed": revealed}
+        {"key": key, "secrets": [s for s in secrets if s], "revealed": revealed, **about}
     )
     return revealed
+
+
+_ABOUT = "_ui_exercise_about"  # session_state: each exercise's question, choices and why
+
+
+def _about(key: str, question: str, why: str, choices: Sequence[str] = ()) -> None:
+    """What the secrecy test reads besides the secrets: the explanation shown at the
+    reveal (no sentence of it may be on the page before), the question and choices."""
+    about = st.session_state.setdefault(_ABOUT, {})
+    if len(about) > 64:
+        about.clear()
+    about[key] = {"question": question, "why": why, "choices": list(choices)}
 
 
 _FIGURE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+(?:e[-+]?\d+)?")
@@ -143,6 +156,7 @@ def predict_choice(
         raise ValueError(f"correct answer {correct!r} is not among the choices {list(choices)}")
     if secret is None:
         secret = figures(truth) or [truth]
+    _about(key, question, why, choices)
     box = _box(key, question)
     room = events.announce(events.ASKED, key)  # class mode: this exercise put to the whole class
     if room and room.teacher and room.waiting:
@@ -191,6 +205,7 @@ def predict_number(
 ) -> bool:
     """A numeric prediction, judged close enough within rel_tol (or abs_tol); True once
     revealed. `secret` defaults to the formatted truth."""
+    _about(key, question, why)
     box = _box(key, question)
     shown = fmt.format(truth)
     secret = [shown] if secret is None else secret

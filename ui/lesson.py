@@ -82,7 +82,7 @@ LESSONS: list[Lesson] = [
         "Masks",
         ":material/grid_on:",
         "pages/masks.py",
-        "How do masks work, and how does a wrong shape fail silently?",
+        "How do masks work, and what does a mask of the wrong shape do?",
         steps=("Mask", "Weights", "Fill", "Cross attention", "Broadcasting bug", "Cost"),
     ),
     # After /masks: its first step builds on the causal mask (a mask alone already breaks

@@ -31,7 +31,7 @@ from tests.support.apptest import (
     plotly_specs,
     run_page,
 )
-from ui.exercises import EXERCISE_LOG
+from ui.exercises import EXERCISE_LOG, figures
 from ui.lesson import available
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,8 +95,8 @@ def _chart_text(spec: dict) -> list[str]:
 
 def shown_text(at) -> str:
     """Everything the page shows as text, except the exercises' own question boxes."""
-    parts: list[str] = []
-    for m in at.markdown:
+    parts: list[str] = [t.value for t in at.title]  # the lesson's title; its subtitle is
+    for m in at.markdown:  # markdown, like expanders' bodies and the intro
         if "Predict, then reveal" not in m.value:
             parts.append(m.value)
     for group in (at.caption, at.info, at.warning, at.success, at.error, at.latex, at.code):
@@ -116,6 +116,30 @@ def present(secret: str, text: str) -> bool:
     """`secret` in `text` as a whole figure: 0.43 is not found inside 10.437 or 0.435."""
     pattern = r"(?<![\w.,])" + re.escape(secret) + r"(?![\w]|[.,]\d)"
     return re.search(pattern, text) is not None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w−∞′'.]+", text.lower().replace("**", "").replace("*", ""))
+
+
+SHINGLE = 6  # words in a row that, shared with an explanation, give it away
+
+
+def shingles(text: str) -> set[tuple[str, ...]]:
+    w = _words(text)
+    return {tuple(w[i : i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)}
+
+
+def hints(ex: dict, text: str) -> list[str]:
+    """What of the exercise's explanation (shown at its reveal), or of its question's own
+    figures in its choices, the page gives away before the reveal: six words of the
+    explanation in a row anywhere on the page (an expander, a subtitle, a caption), or a
+    choice that carries a figure of the question ("The same: 1,050,624")."""
+    shared = shingles(ex.get("why", "")) & shingles(text)
+    out = [" ".join(x) for x in sorted(shared)[:3]]
+    asked = set(figures(ex.get("question", "")))
+    out += [c for c in ex.get("choices", []) if set(figures(c)) & asked]
+    return out
 
 
 def exercises(at) -> list[dict]:
@@ -138,6 +162,8 @@ def check_secrets(at, where: str, *, all_shown: bool = True) -> None:
         assert ex["secrets"], f"{ex['key']} names no secret"
         leaks = [s for s in ex["secrets"] if present(s, text)]
         assert not leaks, f"{where}: {ex['key']} shows {leaks} before its reveal"
+        given = hints(ex, text)
+        assert not given, f"{where}: {ex['key']}'s explanation or choices show {given} early"
     before = text
     # reveal them one by one: the ones still unanswered keep their secret meanwhile
     for i, ex in enumerate(found):
@@ -193,3 +219,27 @@ def test_the_text_read_covers_try_this_boxes_expanders_and_metric_strips():
     assert all(e.label in text for e in at.expander)
     inside = [m.value for e in at.expander for m in e.markdown]
     assert inside and all(t in text for t in inside)
+
+
+CLASS_CASES = [(f, steps[0]) for f, steps in EXERCISE_STEPS.items()]
+
+
+@pytest.mark.parametrize(("file", "step"), CLASS_CASES, ids=[f"{f}:{s}" for f, s in CLASS_CASES])
+def test_a_following_student_s_page_keeps_the_asked_question_s_answer(file, step):
+    """Class mode (issue 50): the teacher asks the step's first question; the student who
+    follows sees the question, and nothing on their page (expanders, captions, charts,
+    subtitle, choices) gives its answer or its explanation away before the reveal."""
+    teacher = run_page(file, timeout=120, step=step, present="1", room="new")
+    no_exception(teacher)
+    key = exercises(teacher)[0]["key"]
+    teacher.button(key=f"_ui_ask_{key}").click().run(timeout=120)
+    no_exception(teacher)
+    code = teacher.session_state["_ui_room"]["code"]
+    student = run_page(file, timeout=120, step=step, room=code)
+    no_exception(student)
+    text = shown_text(student)
+    found = {e["key"]: e for e in exercises(student)}
+    assert key in found and not found[key]["revealed"]
+    for ex in found.values():
+        leaks = [s for s in ex["secrets"] if present(s, text)] + hints(ex, text)
+        assert not leaks, f"{file} › {step}: {ex['key']} shows {leaks} to a following student"
