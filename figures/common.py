@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go
@@ -105,132 +105,143 @@ def class_choices(choices: list[str], counts: list[int], correct: str) -> Chart:
     return Chart(fig, caption)
 
 
-def _nice(x: float) -> float:
-    """The smallest of 1, 2 or 5 × 10^k that is at least x (> 0)."""
-    e = math.floor(math.log10(x))
-    for m in (1, 2, 5, 10):
-        if m * 10.0**e >= x * (1 - 1e-9):
-            return m * 10.0**e
-    return 10.0 ** (e + 1)
-
-
-WINDOWS = (0.5, 1.0, 2.0, 5.0, 10.0)  # the half-widths a reveal may show, × the answer's size
-MOST_BINS = 20  # bins across the widest window
+def _key(v: float) -> float:
+    """An answer as the chart groups it: to 3 significant digits (3.14 and 3.1415 are one
+    answer's stem; the caption says so)."""
+    return float(f"{v:.3g}")
 
 
 @dataclass(frozen=True)
-class NumberBins:
-    """How a class's numbers are drawn: bins of `width` centred on truth + i·width for i in
-    first … last, the truth in the middle of its own bin (so "got it" is one bar). Answers
-    beyond the outer bins are not drawn, only counted (`below`, `above`)."""
+class NumberAxis:
+    """How a class's numbers lie on the x axis: "linear", "log" (all positive, spread over
+    more than SPREAD times), or "rank" (signed and spread that far: each distinct answer at
+    its place in order, spacing not to scale). Every answer is drawn on any of them."""
 
-    truth: float
-    width: float
-    first: int
-    last: int
-    below: int = 0
-    above: int = 0
+    kind: str
+    values: tuple[float, ...]  # the distinct answers (grouped by _key), in order
+    counts: tuple[int, ...]
 
-    @property
-    def centres(self) -> list[float]:
-        return [self.truth + i * self.width for i in range(self.first, self.last + 1)]
-
-    @property
-    def span(self) -> tuple[float, float]:
-        """The chart's x range: the outer edges of the outer bins."""
-        return (
-            self.truth + (self.first - 0.5) * self.width,
-            self.truth + (self.last + 0.5) * self.width,
-        )
-
-    def counts(self, values: list[float]) -> list[int]:
-        out = [0] * (self.last - self.first + 1)
-        lo, hi = self.span
-        for v in values:
-            if lo <= v < hi:  # False for nan
-                i = round((v - self.truth) / self.width) - self.first
-                out[min(max(i, 0), len(out) - 1)] += 1
-        return out
+    def x(self, v: float) -> float:
+        """Where value `v` sits (a rank axis puts a value between its neighbours)."""
+        if self.kind != "rank":
+            return v
+        below = sum(u < v for u in self.values)
+        if v in self.values:
+            return float(self.values.index(v))
+        return below - 0.5
 
 
-def _size(values: list[float], truth: float) -> float:
-    """The answer's size: |truth|; for a truth of 0 the answers' middle size, or 1."""
-    if truth:
-        return abs(truth)
-    sizes = sorted(abs(v) for v in values if math.isfinite(v) and v)
-    return sizes[len(sizes) // 2] if sizes else 1.0
+SPREAD = 30.0  # answers spread over more than this factor leave a linear axis
 
 
-def number_bins(values: list[float], truth: float) -> NumberBins:
-    """Bins that fit the answer's scale: the chart shows the truth ± the narrowest of
-    WINDOWS × its size that holds three quarters of the answers (a few far-off answers do
-    not squeeze the rest into one bar), cut into about MOST_BINS bins of a round width."""
-    size = _size(values, truth)
-    finite = [abs(v - truth) for v in values if math.isfinite(v)]
-    need = math.ceil(0.75 * len(finite))
-    window = next(
-        (w * size for w in WINDOWS if sum(d <= w * size for d in finite) >= need),
-        WINDOWS[-1] * size,
-    )
-    width = _nice(2 * window / MOST_BINS)
-    half = math.ceil(window / width - 0.5)
-    first, last = -half, half
-    zero = round(-truth / width)  # the bin of 0: a chart of positive answers stops there
-    if truth >= 0 and all(v >= 0 for v in values):
-        first = max(first, min(zero, 0))
-    elif truth <= 0 and all(v <= 0 for v in values):
-        last = min(last, max(zero, 0))
-    bins = NumberBins(truth, width, first, last)
-    lo, hi = bins.span
-    return replace(bins, below=sum(v < lo for v in values), above=sum(v >= hi for v in values))
+def number_axis(values: list[float], truth: float) -> NumberAxis:
+    finite = [_key(v) for v in values if math.isfinite(v)]
+    grouped = sorted(set(finite))
+    counts = tuple(finite.count(v) for v in grouped)
+    every = [*grouped, truth]
+    mags = [abs(v) for v in every if v]
+    wide = bool(mags) and max(mags) / min(mags) > SPREAD and len(set(every)) > 2
+    if not wide:
+        kind = "linear"
+    elif all(v > 0 for v in every):
+        kind = "log"
+    else:
+        kind = "rank"
+    return NumberAxis(kind, tuple(grouped), counts)
 
 
 def class_numbers(values: list[float], truth: float, shown: str) -> Chart:
-    """What a class predicted for a number: the guesses' spread over bins that fit the
-    answer's scale, and the computed value as a line that shows over any bar."""
-    n = len(values)
-    bins = number_bins(values, truth)
-    centres, counts = bins.centres, bins.counts(values)
+    """What a class predicted for a number: one stem per answer given (its height, how many
+    gave it), every answer drawn on an axis that fits them (linear; log when they spread
+    over orders of magnitude; in order when they also change sign), and the computed value
+    as a dashed line behind the stems, marked in words; a stem on it is a star."""
+    n = sum(math.isfinite(v) for v in values)
+    axis = number_axis(values, truth)
+    xs = [axis.x(v) for v in axis.values]
+    hit = [v == _key(truth) for v in axis.values]
+    stems_x, stems_y = [], []
+    for x, k in zip(xs, axis.counts, strict=True):
+        stems_x += [x, x, None]
+        stems_y += [0, k, None]
     fig = go.Figure(
-        go.Bar(
-            x=centres, y=counts, width=bins.width * 0.92, marker_color=OKABE_ITO[0],
-            hovertemplate="%{x:.3~g}: %{y} answers<extra></extra>", name="answers",
-        ),
+        [
+            go.Scatter(
+                x=stems_x, y=stems_y, mode="lines", line=dict(color=OKABE_ITO[0], width=3),
+                hoverinfo="skip", showlegend=False, name="stems",
+            ),
+            go.Scatter(
+                x=xs, y=list(axis.counts), mode="markers", name="answers",
+                marker=dict(
+                    size=[16 if h else 11 for h in hit],
+                    symbol=["star" if h else "circle" for h in hit],
+                    color=[TRUTH_COLOUR if h else OKABE_ITO[0] for h in hit],
+                    line=dict(color="white", width=1),
+                ),
+                customdata=[f"{v:.3g}" for v in axis.values],
+                hovertemplate="%{customdata}: %{y} answers<extra></extra>",
+            ),
+        ],
         layout=line_layout(
             f"What the class predicted ({n} answer{'' if n == 1 else 's'})",
-            "predicted value",
+            "predicted value" + (" (in order, not to scale)" if axis.kind == "rank" else ""),
             "answers",
             height=320,
         ),
     )  # fmt: skip
-    fig.update_xaxes(range=list(bins.span), tickformat=NUM_FMT)
-    fig.update_yaxes(**_count_axis(max(counts, default=0)))
-    for colour, width, dash in (("white", 7, "solid"), (TRUTH_COLOUR, 3, "dash")):
-        fig.add_shape(vline(truth, color=colour, width=width, dash=dash), layer="above")
-    left = truth <= (centres[0] + centres[-1]) / 2  # the label reads away from the edge
+    fig.update_yaxes(**_count_axis(max(axis.counts, default=0)))
+    tx = axis.x(_key(truth))
+    _x_axis(fig, axis, tx)
+    fig.add_shape(vline(tx, color=TRUTH_COLOUR, width=2, dash="dash"), layer="below")
+    left = not xs or tx <= (min(xs) + max(xs)) / 2  # the label reads away from the edge
     fig.add_annotation(
-        x=truth, y=1, yref="paper", text=f" computed {shown} ", showarrow=False,
-        xanchor="left" if left else "right", yanchor="top", font=dict(color=TRUTH_COLOUR),
-        bgcolor="rgba(255,255,255,0.9)", bordercolor=TRUTH_COLOUR, borderwidth=1,
+        x=math.log10(tx) if axis.kind == "log" else tx, y=1, yref="paper",
+        text=f" computed {shown} ", showarrow=False, xanchor="left" if left else "right",
+        yanchor="top", font=dict(color=TRUTH_COLOUR), bgcolor="rgba(255,255,255,0.9)",
+        bordercolor=TRUTH_COLOUR, borderwidth=1,
     )  # fmt: skip
-    return Chart(fig, _numbers_caption(values, truth, shown, bins))
+    # Read and downloaded as what it means: how many gave each value (the drawn traces are
+    # stems with gaps, which a reader of arrays would take for a curve).
+    table = go.Figure(
+        go.Bar(x=[f"{v:.3g}" for v in axis.values], y=list(axis.counts), name="answers"),
+        layout=line_layout(fig.layout.title.text, "predicted value", "answers"),
+    )
+    return Chart(fig, _numbers_caption(values, truth, shown, axis), table=table)
 
 
-def _numbers_caption(values: list[float], truth: float, shown: str, bins: NumberBins) -> str:
-    n = len(values)
+def _x_axis(fig: go.Figure, axis: NumberAxis, tx: float) -> None:
+    xs = [axis.x(v) for v in axis.values] + [tx]
+    lo, hi = min(xs), max(xs)
+    if axis.kind == "log":
+        pad = max(0.1, 0.05 * (math.log10(hi) - math.log10(lo)))
+        fig.update_xaxes(type="log", range=[math.log10(lo) - pad, math.log10(hi) + pad])
+    elif axis.kind == "rank":
+        ticks = list(range(len(axis.values)))
+        fig.update_xaxes(range=[lo - 0.7, hi + 0.7], tickmode="array", tickvals=ticks,
+                         ticktext=[f"{v:.3g}" for v in axis.values])  # fmt: skip
+    else:
+        pad = 0.08 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.5
+        if lo >= 0:  # positive answers: the axis starts at 0, not below it
+            fig.update_xaxes(range=[max(0.0, lo - pad) if lo - pad > 0 else -pad * 0.2, hi + pad])
+        else:
+            fig.update_xaxes(range=[lo - pad, hi + pad])
+        fig.update_xaxes(tickformat=NUM_FMT)
+
+
+def _numbers_caption(values: list[float], truth: float, shown: str, axis: NumberAxis) -> str:
+    finite = [v for v in values if math.isfinite(v)]
+    n = len(finite)
     if not n:
         return f"Nobody answered before the reveal; the dashed line is the computed value, {shown}."
-    below = sum(v < truth for v in values)
+    got = sum(_key(v) == _key(truth) for v in finite)
+    below = sum(_key(v) < _key(truth) for v in finite)
     text = (
-        f"The dashed line is the computed value, {shown}; {below} of {n} guessed lower and "
-        f"{n - below} the same or higher."
+        f"Each stem is one value the class gave (to 3 significant digits), its height how "
+        f"many gave it. The dashed line is the computed value, {shown}: {got} of {n} gave it "
+        f"(the star), {below} guessed lower and {n - got - below} higher."
     )
-    out = bins.below + bins.above
-    if out:
-        lo, hi = bins.span
-        text += (
-            f" {out} answer{'' if out == 1 else 's'} beyond the chart's {lo:.3g} to {hi:.3g} "
-            f"({bins.below} lower, {bins.above} higher) {'is' if out == 1 else 'are'} "
-            "counted here but not drawn."
-        )
+    if axis.kind == "log":
+        text += " The axis is logarithmic: the answers spread over orders of magnitude."
+    elif axis.kind == "rank":
+        text += (" The answers spread over orders of magnitude on both sides of 0, so each "
+                 "stands at its place in order; the spacing is not to scale.")  # fmt: skip
     return text

@@ -30,7 +30,7 @@ import threading
 import time
 import weakref
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,7 +48,6 @@ _STUDENT = "_ui_room_student"  # session_state: an anonymous id, to count each s
 _SAID = "_ui_room_said"  # session_state: this run's notes about the room link
 _DOOR = "_ui_room_door"  # session_state: what the last try of a teacher's key came to
 SWEEP_S = 2.0  # how often the rooms look for teachers that have gone (ui.room.Rooms.sweep)
-CLIP_TIMES = 1000.0  # a class's numbers reach the chart within this many times the truth's size
 POLL_S = 1.0  # how often a following page asks for news when it cannot be woken
 CHECK_S = 30.0  # how often a woken page asks anyway (a class that expired sends no wake)
 COUNT_S = 3.0  # how often the teacher's page refreshes its counts
@@ -873,16 +872,6 @@ def collect(box, a: Asked, sent: bool, answer: Any) -> bool | None:
     return kept
 
 
-def bounded(values: list[float], truth: float) -> tuple[list[float], int]:
-    """A class's numbers for the chart: each within CLIP_TIMES times the truth's size of
-    the truth (1 when the truth is 0), and how many had to be moved to that bound. (The
-    exercise's own lo/hi need no check here: Streamlit's number_input gives None for a
-    value outside them, and no answer is sent.)"""
-    span = CLIP_TIMES * (abs(truth) or 1.0)
-    lo, hi = truth - span, truth + span
-    return [min(max(v, lo), hi) for v in values], sum(not lo <= v <= hi for v in values)
-
-
 def results(box, a: Asked, *, correct: str | None = None, truth: float | None = None,
             shown: str = "") -> None:  # fmt: skip
     """After the class's reveal: what the class answered, beside the computed answer."""
@@ -893,19 +882,7 @@ def results(box, a: Asked, *, correct: str | None = None, truth: float | None = 
         counts = [sum(x == c for x in answers) for c in a.question.choices]
         chart = class_choices(list(a.question.choices), counts, correct)
     elif truth is not None:
-        values, clipped = bounded([float(x) for x in answers], truth)
-        chart = class_numbers(values, truth, shown)
-        if clipped:
-            span = CLIP_TIMES * (abs(truth) or 1.0)
-            edge = say(
-                "clipped",
-                lo=f"{truth - span:.3g}",
-                hi=f"{truth + span:.3g}",
-                n=clipped,
-                total=len(values),
-                times=CLIP_TIMES,
-            )
-            chart = replace(chart, caption=f"{chart.caption} {edge}")
+        chart = class_numbers([float(x) for x in answers], truth, shown)  # every one drawn
     else:
         return
     with box:  # ui.chrome draws it (subscribed to events.CHART): no import back up the kit

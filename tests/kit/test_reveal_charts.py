@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from figures.common import MARK, TRUTH_COLOUR, class_choices, class_numbers, number_bins
+from figures.common import MARK, TRUTH_COLOUR, class_choices, class_numbers, number_axis
 
 CHOICES = ["It grows like √d_k", "It stays about 1", "It shrinks towards 0"]
 
@@ -42,53 +42,56 @@ def _guesses(rng, truth: float, n: int, rel: float) -> list[float]:
     return list(truth * (1 + rng.uniform(-rel, rel, n)))
 
 
+def _stems(chart) -> dict[float, int]:
+    """value -> count, read off the chart's markers (x on the axis, y the count)."""
+    _, dots = chart.fig.data
+    ticks = chart.fig.layout.xaxis.ticktext
+    xs = [float(ticks[int(x)]) if ticks else float(f"{x:.3g}") for x in dots.x]
+    return dict(zip(xs, dots.y, strict=True))
+
+
 @pytest.mark.parametrize("truth", [0.0037, 0.37, -2.5, 37.0, 64.0, 3.7e4])
 @pytest.mark.parametrize("seed", range(5))
-def test_a_number_chart_s_bins_fit_the_answer_and_every_answer_is_drawn_or_counted(truth, seed):
+def test_every_answer_is_drawn_on_an_axis_that_fits_them(truth, seed):
+    """Issue 50: an answer far off (the classic 256 for 16) was only counted in the
+    caption; now every answer is a stem, on a log axis (or in order) when they spread."""
     rng = np.random.default_rng(seed)
     near = _guesses(rng, truth, 20, 0.3)
-    far = [truth * 1e4, -abs(truth) * 1e3] if seed % 2 else []  # a joker or two
+    far = [truth * 16, truth * 1e3] if seed % 2 else []  # the classic mistakes
+    if seed == 3:
+        far.append(-abs(truth) * 50)  # and one the other side of 0
     values = near + far
     chart = class_numbers(values, truth, f"{truth:.3g}")
-    bins = number_bins(values, truth)
-    (bar,) = chart.fig.data
-    assert bins.width <= 0.1 * abs(truth)  # bars narrower than a tenth of the answer
-    assert bins.width >= abs(truth) / 1e4  # and not a pile of one-answer slivers
-    lo, hi = chart.fig.layout.xaxis.range
-    assert lo < truth < hi
-    assert all(lo <= v <= hi for v in near)  # the class's near guesses are all on it
-    assert sum(bar.y) + bins.below + bins.above == len(values)
-    assert bins.below + bins.above == len(far)
-    assert len({round((v - truth) / bins.width) for v in near}) > 1  # not one lump
+    stems = _stems(chart)
+    assert sum(stems.values()) == len(values)  # every answer is drawn
+    assert set(stems) == {float(f"{v:.3g}") for v in values}
+    kind = number_axis(values, truth).kind
+    signs = {v > 0 for v in [*values, truth]}
+    assert kind == ("linear" if not far else "log" if signs == {True} else "rank")
+    assert chart.fig.layout.xaxis.type == ("log" if kind == "log" else None)
     _whole_count_axis(chart.fig.layout.yaxis)
-    assert chart.fig.layout.yaxis.range[1] > max(bar.y)
-    if far:
-        assert f"{len(far)} answers beyond the chart" in chart.caption
-        assert f"({bins.below} lower, {bins.above} higher)" in chart.caption
-    else:
-        assert "beyond the chart" not in chart.caption
+    assert chart.fig.layout.yaxis.range[1] > max(stems.values())
+    assert "orders of magnitude" in chart.caption if far else "orders" not in chart.caption
 
 
 @pytest.mark.parametrize("values", [[], [5.0] * 30, [1e9, -1e9], [math.nan, math.inf, 5.0]])
-def test_the_computed_value_is_a_line_over_the_bars_and_in_words_whoever_answered(values):
+def test_the_computed_value_is_a_dashed_line_behind_the_stems_and_a_star_on_its_own(values):
     truth = 5.0
     chart = class_numbers(values, truth, "5")
-    lines = [s for s in chart.fig.layout.shapes if s.type == "line"]
-    assert [s.x0 for s in lines] == [truth, truth]
-    assert [s.line.color for s in lines] == ["white", TRUTH_COLOUR]  # a halo, then the line
-    assert all(s.layer == "above" for s in lines)  # drawn over whatever bar is there
-    lo, hi = chart.fig.layout.xaxis.range
-    assert lo < truth < hi
+    (line,) = [s for s in chart.fig.layout.shapes if s.type == "line"]
+    assert line.line.color == TRUTH_COLOUR and line.line.dash == "dash"
+    assert line.layer == "below"  # behind the stems: it splits nothing
     (note,) = chart.fig.layout.annotations
     assert note.text.strip() == "computed 5" and note.bgcolor
-    assert (values == []) == ("Nobody answered" in chart.caption)
+    assert (not [v for v in values if math.isfinite(v)]) == ("Nobody answered" in chart.caption)
+    _, dots = chart.fig.data
+    stars = [i for i, sym in enumerate(dots.marker.symbol) if sym == "star"]
+    assert len(stars) == (5.0 in values)  # the computed value's own stem: not colour alone
     if values and all(v == truth for v in values):
-        (bar,) = chart.fig.data
-        assert max(bar.y) == len(values) and bar.x[list(bar.y).index(len(values))] == truth
+        assert list(dots.y) == [len(values)] and "30 of 30 gave it" in chart.caption
 
 
 def test_positive_answers_do_not_draw_an_empty_negative_axis():
     chart = class_numbers([8.0, 8.0, 9.0, 16.0, 64.0], 8.0, "8")
     lo, _ = chart.fig.layout.xaxis.range
-    width = number_bins([8.0, 8.0, 9.0, 16.0, 64.0], 8.0).width
-    assert -width <= lo <= 0
+    assert lo >= -10
