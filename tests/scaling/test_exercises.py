@@ -131,7 +131,7 @@ def test_the_metrics_strip_waits_for_all_three_reveals_on_check_yourself():
     no_exception(at)
     off = attn_core.scaling_sample(12, e["d_k"], scaled=False, seed=0)
     norm = f"{np.median(off.jacobian_norm.numpy()):.3g}"
-    held = "The four numbers for the sidebar's settings, held until all three questions"
+    held = "The four numbers for this page's settings, held until all three questions"
 
     def strip() -> list[str]:
         return [m.label for m in at.metric]
