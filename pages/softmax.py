@@ -520,6 +520,7 @@ def scale_exercise(quiz: int, c: float, names: list, scores: tuple) -> None:
         ),
         # what multiplying does (the current weights and the shift's rounding are on show)
         secret=[f"{r.mul_change:.3g}", f"{float(r.multiplied[top]):.3f}"],
+        instance="_".join(f"{x:.6g}" for x in scores),  # an edited example asks again
     )
 
 

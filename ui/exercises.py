@@ -73,11 +73,21 @@ def _box(key: str, question: str):
     return box
 
 
-def _revealed(key: str, answered: bool) -> bool:
+def _revealed(key: str, answered: bool, instance: str = "") -> bool:
     state = f"_predict_{key}"
     if answered:
-        st.session_state[state] = True
+        st.session_state[state] = instance or True
     return bool(st.session_state.get(state))
+
+
+def _new_instance(key: str, instance: str) -> None:
+    """A reveal made on another instance of the question (the student's own edit changed
+    its numbers) is forgotten with its pick: the new question is asked afresh. A class's
+    reveal (True) stays: it is the class's."""
+    got = st.session_state.get(f"_predict_{key}")
+    if instance and isinstance(got, str) and got != instance:
+        for k in (f"_predict_{key}", f"pick-{key}"):
+            st.session_state.pop(k, None)
 
 
 def _w(name: str, /, **fields) -> str:
@@ -111,12 +121,14 @@ def _submit(room, ahead: bool) -> bool:
     return st.form_submit_button("Reveal", icon=":material/visibility:", disabled=ahead)
 
 
-def _opened(box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: str) -> bool:
+def _opened(
+    box, key: str, secret: Sequence[str], sent: bool, empty: bool, ask: str, instance: str = ""
+) -> bool:
     """Whether the answer shows now (logged either way); an empty guess is sent back."""
     if sent and empty:
         box.info(_w("empty", ask=ask))
         return _log(key, secret, False)
-    shown = _revealed(key, sent)
+    shown = _revealed(key, sent, instance)
     if shown:
         events.announce(events.OPENED, key)  # a teacher's reveal frees the class's copies
     return _log(key, secret, shown)
@@ -147,16 +159,20 @@ def predict_choice(
     *,
     truth: str = "",
     secret: Sequence[str] | None = None,
+    instance: str = "",
 ) -> bool:
     """A multiple-choice prediction; True once revealed. `correct` must be one of `choices`.
 
     `secret`: what would give the answer away if shown before the reveal; by default the
-    figures of `truth` (or `truth` itself when it has none)."""
+    figures of `truth` (or `truth` itself when it has none). `instance`: the numbers this
+    run asks about, where they can change under one key (the key is the class's question;
+    a student's own reveal is of one instance, and a new one asks again)."""
     if correct not in choices:
         raise ValueError(f"correct answer {correct!r} is not among the choices {list(choices)}")
     if secret is None:
         secret = figures(truth) or [truth]
     _about(key, question, why, choices)
+    _new_instance(key, instance)
     box = _box(key, question)
     room = events.announce(events.ASKED, key)  # class mode: this exercise put to the whole class
     if room and room.teacher and room.waiting:
@@ -173,7 +189,7 @@ def predict_choice(
         return _log(key, secret, False)
     if _class_waits(box, room, key, secret, sent, pick, _w("ask.choice")):
         return False
-    if not _opened(box, key, secret, sent, pick is None, _w("ask.choice")):
+    if not _opened(box, key, secret, sent, pick is None, _w("ask.choice"), instance):
         events.announce(events.ASK_BUTTON, box, key, list(choices))
         return False
     pick = st.session_state.get(f"pick-{key}")
