@@ -202,8 +202,10 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--runs", type=int, default=30, help="flood: the victim's quiet runs")
     ap.add_argument("--addresses", type=int, default=10)
-    ap.add_argument("--rate", type=float, default=200.0,
-                    help="flood: requests a second (0: as fast as the socket takes them)")  # fmt: skip
+    ap.add_argument(
+        "--rate", type=float, default=200.0,
+        help="flood: requests a second (0: as fast as the socket takes them)",
+    )  # fmt: skip
     a = ap.parse_args()
     {"race": race, "flood": flood, "spoof": spoof}[a.attack](a)
     print(f"(served from {a.root})")

@@ -264,8 +264,8 @@ def sequence_header(s: Settings) -> None:
     """One row above the steps: the sequence, and how well the model predicts it."""
     a = analyse(s.ids)
     seq, score = st.columns([1.3, 1], vertical_alignment="center")  # one row: what, and how well
-    seq.markdown(W("input", source=s.source, n=len(s.ids)))
-    seq.code(" ".join(ui.safe_text(t, 12) for t in s.labels), language=None, wrap_lines=True)
+    text = " ".join(ui.safe_text(t, 12) for t in s.labels)
+    ui.tokens(seq, W("input", source=s.source, n=len(s.ids)), text)
     rep, first = a["split"]
     m1, m2, m3 = score.columns(3)
     m1.metric("Loss on repeated tokens", "n/a" if a["n_ind"] == 0 else f"{rep:.3f}")
@@ -477,8 +477,12 @@ def live_section(seed: int, srun) -> None:
     steps = core.PRETRAINED_STEPS  # as many as the shipped model had
     # How long a run takes: this server's own recent runs, else the shipped run's time.
     took = ui.jobs.limiter().typical_s("heads", srun.seconds * steps / max(srun.done, 1))
-    go = st.button(train_label(seed, steps, took), type="primary")
-    status, chart = st.empty(), st.empty()  # progress bar above the chart
+    if ui.presenting():  # a projector's first screen is the chart; the button under it
+        status, chart = st.empty(), st.empty()
+        go = st.button(train_label(seed, steps, took), type="primary")
+    else:
+        go = st.button(train_label(seed, steps, took), type="primary")
+        status, chart = st.empty(), st.empty()  # progress bar above the chart
     r = store.get(seed)
     if go and r is None:
         r = train_live(seed, steps, status, chart, srun)

@@ -351,16 +351,9 @@ def input_notes(s: Settings) -> None:
 def input_header(s: Settings) -> None:
     """The tokens the model reads, as text, and where it ran."""
     tr = trace(s.model, s.text, s.text_b, s.knobs)
-    st.markdown(
-        W(
-            "input",
-            model=s.model,
-            n=len(tr.tokens),
-            L=loaded(s.model).n_layers,
-            H=loaded(s.model).n_heads,
-        )
-    )
-    st.code(" ".join(ui.safe_text(t, 16) for t in tr.tokens), language=None, wrap_lines=True)
+    m = loaded(s.model)
+    heading = W("input", model=s.model, n=len(tr.tokens), L=m.n_layers, H=m.n_heads)
+    ui.tokens(st, heading, " ".join(ui.safe_text(t, 16) for t in tr.tokens))
     if s.changed:
         st.info(W("info.knobs"), icon=":material/tune:")
 

@@ -18,6 +18,7 @@ from .chrome import (
     page_header,
     prev_next,
     show,
+    tokens,
     try_this,
 )
 from .classroom import join_box
@@ -93,6 +94,7 @@ __all__ = [
     "tabs",
     "text",
     "toggle",
+    "tokens",
     "try_this",
     "until_reveal",
     "used_by",

@@ -58,10 +58,13 @@ def device() -> torch.device:
 
 def device_badge() -> None:
     dev, problem = _device()
-    st.caption(
-        f":material/memory: Computed live by PyTorch {torch.__version__.split('+')[0]} "
-        f"on **{device_label(dev)}**"
-    )
+    if share.presenting():  # short: it shares the title's row on a projector
+        st.caption(f":material/memory: **{device_label(dev)}**")
+    else:
+        version = torch.__version__.split("+")[0]
+        st.caption(
+            f":material/memory: Computed live by PyTorch {version} on **{device_label(dev)}**"
+        )
     if problem:
         st.warning(problem)
 
@@ -127,6 +130,14 @@ def _title(lesson: Lesson) -> None:
             # written this run's values into it by then (a following student's link
             # carries the teacher's values, not the ones the browser sent).
             _LOCAL.present_slot = st.empty()
+    if share.presenting():  # one row: the title and question, then the closed boxes
+        widths = [3.6, 0.95, 1.15, 1.8, 1.3] if classroom.teaching() else [4.2, 0.95, 1.15, 1.55]
+        row = st.container(key="ui_title_row")
+        title, *_LOCAL.present_cols = row.columns(widths, vertical_alignment="center")
+        with title:
+            st.title(lesson.h1)
+            st.markdown(f"*{lesson.question}*")
+        return
     st.title(lesson.h1)
     st.markdown(f"*{lesson.question}*")
 
@@ -134,7 +145,8 @@ def _title(lesson: Lesson) -> None:
 def _about(where, intro: str | None) -> None:
     """The lesson's introduction in a closed box (presenter mode, a following student)."""
     if intro:
-        with where.expander("About this lesson", icon=":material/info:"):
+        label = "About" if share.presenting() else "About this lesson"
+        with where.expander(label, icon=":material/info:"):
             st.markdown(share.where(intro))
 
 
@@ -142,8 +154,7 @@ def _present_row(intro: str | None) -> None:
     """A projector's first screen belongs to the step's chart: the question stays in view;
     the introduction and the controls wait in two closed boxes, side by side on one row
     with where the page computes (and a teacher's class)."""
-    widths = [1, 1, 1, 1.6] if classroom.teaching() else [1, 1, 1.6]
-    about, knobs, *room, badge = st.columns(widths, vertical_alignment="center")
+    about, knobs, *room, badge = _LOCAL.present_cols  # made in the title's row (_title)
     _about(about, intro)
     st.session_state[_CONTROLS_SLOT] = knobs  # controls_area() opens its box there
     if room:
@@ -238,6 +249,17 @@ def show(chart: Chart, *, key: str | None = None, **plotly_kw) -> None:
 
 
 events.subscribe(events.CHART, show)  # class mode's reveal charts are drawn like any other
+
+
+def tokens(where, heading: str, text: str) -> None:
+    """A line saying what a model reads, and its tokens as code. On a projector the
+    tokens wait in a closed box under that line (the first screen is the step's chart)."""
+    if share.presenting():
+        with where.expander(heading.rstrip(": "), icon=":material/notes:"):
+            st.code(text, language=None, wrap_lines=True)
+        return
+    where.markdown(heading)
+    where.code(text, language=None, wrap_lines=True)
 
 
 def try_this(items: list[tuple[str, str]]) -> None:

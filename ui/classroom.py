@@ -569,7 +569,10 @@ def _count(code: str, token: str) -> None:
     if view is None:
         st.rerun()  # another tab took the class back, or it ended: the page says which
     n = view.following
-    st.caption(say("count", n=n, s="" if n == 1 else "s"))
+    if presenting():  # short: it shares the title's row
+        st.caption(say("count_short", n=n))
+    else:
+        st.caption(say("count", n=n, s="" if n == 1 else "s"))
 
 
 SECONDS = {"none": None, "30 s": 30.0, "60 s": 60.0, "2 min": 120.0}  # time to answer

@@ -42,12 +42,37 @@ PRESENT_CSS = """
   [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"],
   [data-testid="stExpandSidebarButton"], [data-testid="stHeader"] { display: none !important; }
   .stMainBlockContainer, .block-container { max-width: 100% !important;
-    padding: 0.75rem 2.5rem !important; }
+    padding: 0.6rem 1.6rem !important; }
+  .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.7rem; }
   .stMarkdown p, .stMarkdown li,
   [data-testid="stCaptionContainer"] { font-size: 1.35rem !important; }
-  h1 { font-size: 3.2rem !important; }
-  h2 { font-size: 2.2rem !important; }
+  h1 { font-size: 2.7rem !important; padding: 0 0 0.1rem 0 !important; }
+  h2 { font-size: 1.9rem !important; padding: 0.2rem 0 0.3rem 0 !important; }
   h3 { font-size: 1.6rem !important; }
+  /* The title row: the question under the title in body size, the boxes beside it. */
+  [data-testid="stMarkdownContainer"] p em:only-child { font-size: 1.2rem; }
+  /* A step's first chart (or its question) comes right under the step's heading; the
+     step's words follow it (issue 50: the first chart within 360 px of the top at 720p). */
+  [role="tabpanel"] [data-testid="stVerticalBlock"]:has(> [data-testid="stElementContainer"] h2)
+    > :nth-child(1 of :has([data-testid="stPlotlyChart"], [class*="st-key-predict-"])) {
+    order: -1; }
+  [role="tabpanel"] [data-testid="stVerticalBlock"]:has(> [data-testid="stElementContainer"] h2)
+    > :nth-child(1 of :has(h2)) { order: -2; }
+  /* In a column, a chart above its own slider: the knob under the picture it moves. */
+  [role="tabpanel"] [data-testid="stColumn"] > [data-testid="stVerticalBlock"]
+    > :nth-child(1 of :has([data-testid="stPlotlyChart"])) { order: -1; }
+  /* The title row: its boxes and notes a little smaller than the body, on one line. */
+  .st-key-ui_title_row [data-testid="stPopover"] button p,
+  .st-key-ui_title_row [data-testid="stExpander"] summary p { font-size: 1.15rem !important; }
+  .st-key-ui_title_row [data-testid="stCaptionContainer"],
+  .st-key-ui_title_row [data-testid="stCaptionContainer"] p { font-size: 1.1rem !important; }
+  /* Projector-sized type for everything the charts are not: metrics, tables, code. */
+  [data-testid="stMetricLabel"] p,
+  [data-testid="stMetricLabel"] div { font-size: 1.1rem !important; }
+  [data-testid="stMetricValue"] { font-size: 2.2rem !important; }
+  [data-testid="stTable"] th, [data-testid="stTable"] td,
+  [data-testid="stCode"] code, [data-testid="stMarkdownContainer"] code,
+  [data-testid="stCaptionContainer"] code { font-size: 1.2rem !important; }
   [data-testid="stWidgetLabel"] p { font-size: 1.25rem !important; }
   /* the answer choices, the step tabs and the buttons: as large as the body text */
   [data-testid="stRadio"] [role="radiogroup"] p, button[data-baseweb="tab"] p,
@@ -135,6 +160,13 @@ def for_projector(fig: go.Figure) -> go.Figure:
     fig.update_xaxes(tickfont_size=24, selector={"type": "log"})
     fig.update_yaxes(tickfont_size=24, selector={"type": "log"})
     fig.update_layout(legend_font=big, legend_title_font=big, hoverlabel_font=big)
+    # A legend across the top, in projector type, runs into a long title: below the plot,
+    # where the margin grows to hold it.
+    legend = fig.layout.legend
+    if legend.orientation == "h" and (legend.y is None or legend.y > 0.5):
+        fig.update_layout(legend=dict(y=-0.2, yanchor="top", x=0, xanchor="left"))
+        bottom = (fig.layout.margin.b or 10) + 60
+        fig.update_layout(height=int(fig.layout.height + 60), margin_b=bottom)
     for name in fig.layout:
         if name.startswith("coloraxis"):
             fig.layout[name].colorbar.update(tickfont=big, title=title)
