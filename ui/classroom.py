@@ -436,6 +436,44 @@ def _door(code: str) -> None:
             help="On your phone: reveal, close, pause and end while the projector keeps "
             "the lesson",
         )  # fmt: skip
+    door.caption(say("console_no_key"))
+    door.button(
+        "Ask the teacher's screen to let this device in", on_click=_ask_console,
+        args=(code,), icon=":material/smartphone:", key="_ui_room_ask_console",
+    )  # fmt: skip
+
+
+def _ask_console(code: str) -> None:
+    """The door's keyless way in: the teacher's own screen allows this device's number."""
+    state = _state()
+    if not state or state.get("token") or state.get("console"):
+        return
+    got = rooms().ask_console(code, _client())
+    if isinstance(got, tuple):
+        state["asking"] = list(got)
+        return
+    st.session_state[_DOOR] = say("slow", s=got.wait_s) if got.slow else say("ended", code=code)
+
+
+@st.fragment(run_every=2.0)
+def _asking(code: str, rid: str, number: str) -> None:
+    """This device waits for the teacher to allow its number; then it is a console."""
+    got = rooms().paired(code, rid)
+    state = _state()
+    if state is None or state.get("asking") != [rid, number]:
+        return
+    if isinstance(got, str):
+        _drop(state)  # a console, not a student: no longer woken or counted
+        st.session_state[_ROOM] = {"code": code, "console": got, "following": False}
+        st.rerun(scope="app")
+    if got is False:
+        state.pop("asking", None)
+        st.session_state[_DOOR] = say("console_refused", code=code)  # kept till shown
+        st.rerun(scope="app")
+    box = st.container(border=True)
+    box.markdown(say("console_asking", number=number))
+    box.button("Stop asking", on_click=lambda: state.pop("asking", None),
+               key="_ui_room_stop_asking")  # fmt: skip
 
 
 def _open_console(code: str) -> None:
@@ -518,6 +556,14 @@ def banner() -> None:
     if state.get("console"):
         _console(state["code"], state["console"])
         return
+    _student_banner(state)
+
+
+def _student_banner(state: dict) -> None:
+    """A student's line: following or exploring, the way back, the teacher's door (and a
+    device that asked to be the teacher's console, waiting)."""
+    if state.get("asking"):
+        _asking(state["code"], *state["asking"])
     if state["following"]:
         text, door = st.columns([5, 1.3], vertical_alignment="center")
         with text:
@@ -573,6 +619,17 @@ def _count(code: str, token: str) -> None:
         st.caption(say("count_short", n=n))
     else:
         st.caption(say("count", n=n, s="" if n == 1 else "s"))
+    for number in rooms().console_requests(code, token):  # a device asks to be the console
+        st.markdown(say("console_request", number=number))
+        allow, refuse = st.columns(2)
+        allow.button("Allow", on_click=_allow, args=(code, token, number, True), type="primary",
+                     key=f"_ui_room_allow_{number}")  # fmt: skip
+        refuse.button("Refuse", on_click=_allow, args=(code, token, number, False),
+                      key=f"_ui_room_refuse_{number}")  # fmt: skip
+
+
+def _allow(code: str, token: str, number: str, allow: bool) -> None:
+    rooms().allow_console(code, token, number, allow)
 
 
 SECONDS = {"none": None, "30 s": 30.0, "60 s": 60.0, "2 min": 120.0}  # time to answer
@@ -726,7 +783,21 @@ def _console(code: str, token: str) -> None:
         _pause_button(code, token, bool(view and view.paused))
         _history(code, token)
         state = _state() or {}
+        _console_key(state, code, token)
         _end_button(state)
+
+
+def _console_key(state: dict, code: str, token: str) -> None:
+    """The teacher key on the console, on request (a phone is not the projector): what
+    takes the class back after the projector's tab reloads."""
+    if not state.get("show_key"):
+        st.button("Show my teacher key", on_click=_toggle, args=("show_key",), type="tertiary",
+                  icon=":material/key:", key="_ui_console_show_key")  # fmt: skip
+        return
+    key = rooms().key_for(code, token)
+    if key:
+        st.markdown(say("console_key", key=key, minutes=RECLAIM_S / 60))
+    st.button("Hide the key", on_click=_toggle, args=("show_key",), key="_ui_console_hide_key")
 
 
 def _console_do(what: str, code: str, token: str) -> None:

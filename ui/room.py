@@ -53,6 +53,8 @@ MAX_STUDENTS = 300  # students one room counts (more can follow, uncounted)
 # browser session of its own, and a question holds MAX_STUDENTS at most anyway.
 ANSWERS_PER_CLIENT = int(os.environ.get("ATTN_ANSWERS_PER_CLIENT", str(MAX_STUDENTS)))
 MAX_HISTORY = 60  # the questions of one class the teacher can look back on
+PAIR_S = 120.0  # a device's request to be the teacher's console waits this long
+MAX_PAIRS = 3  # such requests one room holds at once (the oldest gives way)
 MAX_VALUES = 200  # control values one room holds
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
 RECLAIM_S = 10 * 60  # a room whose teacher's page has gone waits this long for the key
@@ -180,6 +182,16 @@ class View:
 
 
 @dataclass
+class Pair:
+    """A device that asks to become the teacher's console without the key: both screens
+    show `number`; the teacher allows it on their own screen."""
+
+    number: str
+    asked: float
+    token: str | None = None  # the console's token, once allowed
+
+
+@dataclass
 class Room:
     code: str
     token: str
@@ -204,6 +216,7 @@ class Room:
     opened: set[tuple[str, str]] = field(default_factory=set)  # View.opened
     paused: bool = False
     consoles: set[str] = field(default_factory=set)  # tokens of the teacher's other devices
+    pairs: dict[str, Pair] = field(default_factory=dict)  # request id -> a device's request
 
     def bump(self) -> list[Waker]:
         """A new version: the wakers to call once the lock is released."""
@@ -523,6 +536,7 @@ class Rooms:
                 return None
             room.key = _draw(KEY_LEN)
             room.consoles.clear()
+            room.pairs.clear()
             return room.key
 
     def console(self, code: str, key: str, client: str) -> str | Join:
@@ -541,6 +555,85 @@ class Rooms:
             token = secrets.token_urlsafe(24)
             room.consoles.add(token)
             return token
+
+    def ask_console(self, code: str, client: str) -> tuple[str, str] | Join:
+        """A device (the teacher's phone) asks to become the console of room `code`
+        without typing the key: (a request id, kept by that device, and a four-digit
+        number both screens show), else a Join saying why not. The teacher allows it on
+        their own screen (`allow_console`), so a student who asks gets nothing unless the
+        teacher allows their number. Each request costs a wrong guess's allowance: a
+        flood of requests slows its sender, and a room holds MAX_PAIRS at once."""
+        with self._lock:
+            now = self._clock()
+            room = self._rooms.get(code)
+            wait = self._spend(client, MISS_COST, now)
+            if wait or room is None:
+                return Join(False, bool(wait), wait)
+            self._expire_pairs(room, now)
+            while len(room.pairs) >= MAX_PAIRS:
+                room.pairs.pop(min(room.pairs, key=lambda r: room.pairs[r].asked))
+            taken = {p.number for p in room.pairs.values()}
+            number = next(n for n in iter(lambda: f"{secrets.randbelow(10_000):04d}", None)
+                          if n not in taken)  # fmt: skip
+            rid = secrets.token_urlsafe(16)
+            room.pairs[rid] = Pair(number, now)
+            return rid, number
+
+    def _expire_pairs(self, room: Room, now: float) -> None:
+        for rid in [r for r, p in room.pairs.items() if now - p.asked > PAIR_S]:
+            del room.pairs[rid]
+
+    def console_requests(self, code: str, token: str) -> list[str]:
+        """The numbers of the devices waiting to become this teacher's console, oldest
+        first (the teacher's own tab only)."""
+        with self._lock:
+            room = self._own(code, token, touch=False)
+            if room is None:
+                return []
+            self._expire_pairs(room, self._clock())
+            waiting = [p for p in room.pairs.values() if p.token is None]
+            return [p.number for p in sorted(waiting, key=lambda p: p.asked)]
+
+    def allow_console(self, code: str, token: str, number: str, allow: bool = True) -> bool:
+        """The teacher allows (or refuses) the device showing `number`."""
+        with self._lock:
+            room = self._own(code, token)
+            if room is None:
+                return False
+            rid = next((r for r, p in room.pairs.items() if p.number == number), None)
+            if rid is None or room.pairs[rid].token is not None:
+                return False
+            if not allow:
+                del room.pairs[rid]
+                return True
+            if len(room.consoles) >= 4:  # a few devices; the oldest gives way
+                room.consoles.pop()
+            room.pairs[rid].token = secrets.token_urlsafe(24)
+            room.consoles.add(room.pairs[rid].token)
+            return True
+
+    def paired(self, code: str, rid: str) -> str | bool | None:
+        """For the asking device: its console token once allowed (taken once), None while
+        it waits, False when refused, expired, or the class has ended."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None:
+                return False
+            self._expire_pairs(room, self._clock())
+            pair = room.pairs.get(rid)
+            if pair is None:
+                return False
+            if pair.token is None:
+                return None
+            del room.pairs[rid]
+            return pair.token
+
+    def key_for(self, code: str, token: str) -> str | None:
+        """The teacher key, for the teacher's tab or one of their consoles (a phone shows
+        it on request: the projector never does)."""
+        with self._lock:
+            room = self._own(code, token, touch=False, console=True)
+            return room.key if room else None
 
     def reach(self, code: str, token: str) -> Reach | None:
         """Who the open question can reach now (the teacher's count says why not all)."""

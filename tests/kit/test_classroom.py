@@ -235,6 +235,43 @@ def test_a_teacher_who_reloads_is_told_to_the_class_and_takes_it_back_with_the_k
     assert store.view(code).values["d_k"] == 512
 
 
+def text_of(at) -> str:
+    return " ".join(str(m.value) for m in [*at.markdown, *at.caption, *at.info, *at.warning])
+
+
+def test_a_presenting_teacher_lets_their_phone_in_by_its_number_and_it_shows_the_key(sessions):
+    at, code = teacher()
+    key = at.session_state["_ui_room"]["key"]
+    assert key not in text_of(at)  # presenter mode never shows it, and says how to get it
+    assert "Ask the teacher's screen to let this device in" in text_of(at)
+    phone = run_page("pages/home.py", room=code)
+    phone.button(key="_ui_room_ask_console").click().run()
+    no_exception(phone)
+    number = phone.session_state["_ui_room"]["asking"][1]
+    assert f"Its number is **{number}**" in text_of(phone)
+    at.run()  # the projector's count shows the request: Allow or Refuse
+    assert f"number **{number}**" in text_of(at) and key not in text_of(at)
+    at.button(key=f"_ui_room_allow_{number}").click().run()
+    phone.run()  # its wait (a timer in a browser) finds the console
+    no_exception(phone)
+    assert phone.session_state["_ui_room"].get("console")
+    assert "Teacher's console" in text_of(phone) and key not in text_of(phone)
+    phone.button(key="_ui_console_show_key").click().run()
+    assert f"Your teacher key is **{key}**" in text_of(phone)
+    assert key not in text_of(at.run())  # still never on the projector
+
+    # a student who asks is refused by the teacher and told so; nothing opens
+    student = run_page("pages/home.py", room=code)
+    student.button(key="_ui_room_ask_console").click().run()
+    theirs = student.session_state["_ui_room"]["asking"][1]
+    at.run()
+    at.button(key=f"_ui_room_refuse_{theirs}").click().run()
+    student.run()
+    no_exception(student)
+    assert not student.session_state["_ui_room"].get("console")
+    assert "did not let this device in" in text_of(student)
+
+
 def test_throwaway_sessions_neither_refuse_a_teacher_nor_evict_a_live_class(sessions, monkeypatch):
     from ui import classroom
 

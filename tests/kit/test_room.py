@@ -421,6 +421,41 @@ def test_a_console_on_another_device_reveals_and_pauses_but_does_not_drive(store
     assert isinstance(rooms.console(code, new, "address p"), str)
 
 
+def test_a_phone_becomes_the_console_only_when_the_teacher_allows_its_number(store):
+    rooms, clock = store
+    code, token = opened(rooms, "address t", Session())
+    rid, number = rooms.ask_console(code, "address p")
+    assert len(number) == 4 and number.isdigit()
+    assert rooms.console_requests(code, token) == [number]
+    assert rooms.console_requests(code, "not the token") == []  # nobody else sees them
+    assert rooms.paired(code, rid) is None  # it waits
+    assert not rooms.allow_console(code, "not the token", number)
+    assert rooms.allow_console(code, token, number)
+    phone = rooms.paired(code, rid)
+    assert isinstance(phone, str) and rooms.paired(code, rid) is False  # taken once
+    assert rooms.console_requests(code, token) == []
+    assert rooms.key_for(code, phone) == rooms._rooms[code].key  # the phone shows the key
+    assert rooms.key_for(code, "a student's guess") is None
+    rooms.ask(code, token, "scaling", "spread", ["a", "b"])
+    assert rooms.reveal(code, phone)
+    # a student who asks too gets nothing unless their number is allowed; refused is told
+    rid2, n2 = rooms.ask_console(code, "address s")
+    assert rooms.allow_console(code, token, n2, allow=False)
+    assert rooms.paired(code, rid2) is False and not rooms.allow_console(code, token, n2)
+    # requests expire, a room holds a few, and a flood of them slows its sender
+    rid3, _ = rooms.ask_console(code, "address s")
+    clock.t += R.PAIR_S + 1
+    assert rooms.console_requests(code, token) == [] and rooms.paired(code, rid3) is False
+    numbers = [rooms.ask_console(code, "address f") for _ in range(R.MAX_PAIRS + 2)]
+    assert len(rooms.console_requests(code, token)) == R.MAX_PAIRS
+    got = [rooms.ask_console(code, "address f") for _ in range(30)]
+    assert any(isinstance(g, R.Join) and g.slow for g in got)
+    assert numbers and isinstance(rooms.ask_console("NOROOM", "address q"), R.Join)
+    # a new key closes the phone's console and forgets the requests
+    rooms.new_key(code, token)
+    assert rooms.key_for(code, phone) is None and rooms.console_requests(code, token) == []
+
+
 def test_the_console_says_who_a_question_can_reach(store):
     rooms, _ = store
     code, token = opened(rooms)
