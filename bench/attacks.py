@@ -14,8 +14,9 @@ worktree of an earlier commit) for a before/after table from the same machine an
   `new_session` message), the student waits 0-10 ms (spread over the tries) and sends an
   edit of the tokens table naming a token MARK. A hit: the victim's page carries MARK.
   Fresh student and victim each try, so each try starts with the student first in line.
-- **flood**: a victim session on /scaling reruns d_k back and forth, one run at a time,
-  and times each (request -> script_finished): first alone (quiet), then while another
+- **flood**: a victim session on /scaling reruns d_k back and forth, one run at a time
+  and half a second apart (a student moving a slider, within its own rerun budget), and
+  times each (request -> script_finished): first alone (quiet), then while another
   session sends reruns without waiting for them, `--rate` a second (flood; the issue's
   attacker sent ~160), then while it also
   switches page each time (flood + pages). Prints the victim's p50/p95, the flooder's
@@ -112,9 +113,15 @@ def _threads(pid: int) -> int:
     return 0
 
 
-def _victim_runs(c: WsClient, widget: str, n: int) -> list[float]:
+THINK_S = 0.5  # the victim's pause between its reruns: a student, not a flood
+
+
+def _victim_runs(c: WsClient, widget: str, n: int, think: float = THINK_S) -> list[float]:
+    """The victim's reruns, one at a time, `think` seconds apart (within its own rerun
+    budget, so only the flooder's cost shows)."""
     out = []
     for i in range(n):
+        time.sleep(think)
         t0 = time.perf_counter()
         run = c.run(widgets=[dial(widget, ("32", "128")[i % 2])], timeout=60)
         if run.finished:

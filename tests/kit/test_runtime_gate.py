@@ -127,6 +127,22 @@ def test_a_slowed_session_waits_slow_times_its_last_run_between_runs(world):
     assert not ask(world, rerun("x"))
 
 
+def test_a_session_that_keeps_flooding_gets_one_run_each_max_gap(world):
+    """Flooding past SLOWED_S: one short run each MAX_GAP s, not one each SLOW x run."""
+    t0, sent = world.clock.now, 0
+    while world.clock.now < t0 + 20:  # 20 s of 100 requests a second, runs of 30 ms
+        ask(world, rerun(str(sent)))
+        sent += 1
+        world.loop.run_until(world.clock.now + 0.01)
+        if world.session._scriptrunner is not None and world.clock.now % 0.1 < 0.011:
+            world.session._scriptrunner = None  # runs end quickly
+    late = [m for m in world.handled[int(gate.BURST) :]]
+    # after the first SLOWED_S (a few short gaps), one run each MAX_GAP s
+    most = gate.SLOWED_S / gate.MIN_GAP + (20 - gate.SLOWED_S) / gate.MAX_GAP + 2
+    assert 0 < len(late) <= most, (len(late), most)
+    assert len(late) < 20 * gate.RATE / 2  # well under the rate a slowed session had
+
+
 def test_a_click_in_a_replaced_request_is_kept_and_a_whole_run_stays_whole(world):
     for i in range(int(gate.BURST)):
         ask(world, rerun(str(i)))

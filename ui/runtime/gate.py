@@ -13,7 +13,9 @@ Past it the session is *slowed*: its requests are held, and a later one replaces
 earlier (only its latest runs: a browser sends every widget's state with each request,
 and a click in a replaced request is kept); the held request starts once the session's
 own run has ended and has been idle for SLOW times as long as that run took (at most
-MAX_GAP s), so a flooding session uses at most a quarter of the interpreter. The run
+MAX_GAP s), so a flooding session uses at most a quarter of the interpreter; one still
+flooding after SLOWED_S gets one run each MAX_GAP s (a held key's latest value still
+arrives every two seconds, the last one within two seconds of letting go). The run
 that then starts says so on the page (`slowed()`, ui.chrome: content/kit.md's
 `runtime.slowed`). Reruns that a room's wake starts (ui.wake) do not come through this
 door and cost nothing here.
@@ -70,6 +72,7 @@ class Budget:
     watching: bool = False  # a held request saw the run going since `started`
     ended: float = 0.0  # when its last run ended, as seen or estimated
     slowed_until: float = 0.0  # a request before this waits its turn, tokens or not
+    slowed_since: float | None = None  # when this stretch of being slowed began
 
     def refill(self, now: float) -> None:
         self.tokens = min(BURST, self.tokens + max(0.0, now - self.at) * RATE)
@@ -125,6 +128,7 @@ def admit(session: Any, msg: Any, handle: Any) -> bool:
     if budget.pending is None and budget.tokens >= 1 and now >= budget.slowed_until:
         budget.tokens -= 1
         budget.started, budget.watching = now, False
+        budget.slowed_since = None
         stats["passed"] += 1
         return True
     if budget.pending is not None:
@@ -132,6 +136,8 @@ def admit(session: Any, msg: Any, handle: Any) -> bool:
         stats["replaced"] += 1
     budget.pending = msg
     budget.held += 1
+    if budget.slowed_since is None:
+        budget.slowed_since = now
     stats["held"] += 1
     if budget.timer is None:
         budget.timer = session._event_loop.call_soon(_release, session, budget, handle)
@@ -155,6 +161,8 @@ def _release(session: Any, budget: Budget, handle: Any) -> None:
     elif budget.ended < budget.started:  # it ended unwatched: as long as the last one
         budget.ended = min(now, budget.started + budget.took)
     gap = min(MAX_GAP, max(MIN_GAP, SLOW * budget.took))
+    if budget.slowed_since is not None and now - budget.slowed_since > SLOWED_S:
+        gap = MAX_GAP  # still flooding after SLOWED_S: one run each MAX_GAP s
     budget.refill(now)
     wait_token = (1 - budget.tokens) / RATE if budget.tokens < 1 and RATE > 0 else 0.0
     ready = max(budget.ended + gap, now + wait_token)
