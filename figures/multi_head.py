@@ -47,11 +47,13 @@ def _row_labels(tokens: list[str]) -> list[str] | None:
 # ----------------------------------------------------------------------------- heads side by side
 
 
-def _mosaic_shape(n: int, T: int) -> tuple[int, int, int, int, int]:
+def _mosaic_shape(n: int, T: int, most: int | None = None) -> tuple[int, int, int, int, int]:
     """(cols, rows, gx, gy, height): the panel grid, blank cells between panels, plot height.
 
-    The vertical gap must hold a panel title (about 24 px) at the height the plot gets."""
+    The vertical gap must hold a panel title (about 24 px) at the height the plot gets.
+    `most`: at most this many columns (a phone's 390 px hold two readable panels)."""
     cols = n if n <= 5 else (5 if n <= 10 else 6)  # 9 panels (h = 8) fit in two rows
+    cols = min(cols, most) if most else cols
     rows = math.ceil(n / cols)
     height = 110 + 225 * rows
     plot_px = height - 130  # minus the top and bottom margins
@@ -83,9 +85,9 @@ class _Mosaic:
         return [divmod(i, self.cols) for i in range(self.shown + 1)]
 
 
-def _mosaic(h: int, T: int) -> _Mosaic:
+def _mosaic(h: int, T: int, most: int | None = None) -> _Mosaic:
     shown = min(h, MAX_PANELS)
-    cols, rows, gx, gy, height = _mosaic_shape(shown + 1, T)
+    cols, rows, gx, gy, height = _mosaic_shape(shown + 1, T, most)
     return _Mosaic(h, T, shown, cols, rows, T + gx, T + gy, height)
 
 
@@ -135,14 +137,17 @@ def _mosaic_traces(w: np.ndarray, m: _Mosaic) -> list:
     ]
 
 
-def _panel_titles(m: _Mosaic, focus: Any | None) -> list[dict]:
-    """A title above each panel: the head (and its focus), or the average."""
+def _panel_titles(m: _Mosaic, focus: Any | None, short: bool = False) -> list[dict]:
+    """A title above each panel: the head (and its focus), or the average. `short`: a
+    phone's narrow panels, "head 1 · 0.51"."""
     out = []
     n = m.shown + 1
     for i, (r, c) in enumerate(m.spots):
         is_avg = i == n - 1
         name = f"<b>average of {m.h}</b>" if is_avg else f"head {i + 1}"
         extra = f" · focus {float(focus[i]):.2f}" if focus is not None and not is_avg else ""
+        if short:
+            extra = extra.replace(" focus", "")
         out.append(
             dict(
                 text=name + extra,
@@ -226,11 +231,18 @@ def _grid_caption(w: np.ndarray) -> str:
     )
 
 
-def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = None) -> Chart:
+def heads_grid(
+    weights: Any,
+    tokens: list[str] | None,
+    *,
+    focus: Any | None = None,
+    columns: int | None = None,
+) -> Chart:
     """Small multiples: up to 16 heads' (T, T) weights, then their average, on one 0–1 scale.
 
     `tokens` label the rows and columns of small maps; None (random vectors, nothing to
-    name) labels them with positions 1…T.
+    name) labels them with positions 1…T. `columns`: at most this many panels a row (a
+    phone: 2), more rows instead.
 
     Drawn on ONE pair of axes: the heads are tiled into one heatmap with blank (NaN) cells
     between the panels, and the average is a second heatmap in the last slot. In a browser
@@ -239,7 +251,8 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
     """
     w = to_numpy(weights)  # (h, T, T)
     h, T, _ = w.shape
-    m = _mosaic(h, T)
+    m = _mosaic(h, T, columns)
+    narrow = m.cols <= 2 and columns is not None
     fig = go.Figure(_mosaic_traces(w, m))
     fig.update_layout(
         title=dict(
@@ -250,9 +263,22 @@ def heads_grid(weights: Any, tokens: list[str] | None, *, focus: Any | None = No
         ),
         font=dict(size=13),
         height=m.height,
-        margin=dict(l=70, r=10, t=70, b=60),
-        coloraxis=WEIGHT_COLORAXIS,
-        annotations=_panel_titles(m, focus),
+        margin=dict(l=70, r=10, t=70, b=60) if not narrow else dict(l=44, r=4, t=70, b=110),
+        # a phone's two columns get the width: the colour bar lies under them
+        coloraxis=WEIGHT_COLORAXIS
+        if not narrow
+        else {
+            **WEIGHT_COLORAXIS,
+            "colorbar": dict(
+                WEIGHT_COLORAXIS["colorbar"],
+                orientation="h",
+                y=-0.06,
+                yanchor="top",
+                len=1.0,
+                title=dict(text="weight", side="top"),
+            ),
+        },
+        annotations=_panel_titles(m, focus, short=narrow),
         hoverlabel=dict(font_size=14),
         plot_bgcolor="white",
         **_mosaic_axes(m, tokens),

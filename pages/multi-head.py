@@ -67,11 +67,12 @@ def lab(s: Settings):
 
 
 @ui.cache_resource(max_entries=8, show_spinner=False)
-def heads_view(s: Settings) -> tuple:
+def heads_view(s: Settings, columns: int | None = None) -> tuple:
     w = lab(s)["run"].weights  # (h, T, T)
     focus = core.mean_focus(w)  # (h,)
     return (
-        fg.heads_grid(w, list(s.words) or None, focus=focus),  # t1, t2… would label nothing
+        # t1, t2… would label nothing; a phone gets two panels a row
+        fg.heads_grid(w, list(s.words) or None, focus=focus, columns=columns),
         fg.focus_bars(focus, float(core.mean_focus(w.mean(0))), s.T),
     )
 
@@ -320,7 +321,7 @@ def metrics(s: Settings, *, held: bool = False) -> None:
 
 def heads_step(s: Settings) -> None:
     st.header("Every head at once")
-    grid, focus = heads_view(s)
+    grid, focus = heads_view(s, 2 if ui.phone() else None)
     ui.show(grid)
     ui.show(focus)
     T = core.MAX_SENTENCE_TOKENS

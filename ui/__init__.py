@@ -46,7 +46,7 @@ from .editors import EditorCut, bound_editor, editor, editor_note
 from .events import following, moved, publish
 from .exercises import predict_choice, predict_number, revealed, until_reveal
 from .lesson import LESSONS, Lesson, available, lesson
-from .share import presenting, where
+from .share import phone, presenting, where
 
 __all__ = [
     "LESSONS",
@@ -76,6 +76,7 @@ __all__ = [
     "noting",
     "number",
     "page_header",
+    "phone",
     "pow2_slider",
     "predict_choice",
     "predict_number",

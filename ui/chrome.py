@@ -283,6 +283,20 @@ a:focus-visible, button:focus-visible, [role="tab"]:focus-visible, [tabindex]:fo
 input:focus-visible, [role="slider"]:focus-visible, summary:focus-visible {
   outline: 3px solid #0072B2 !important; outline-offset: 2px;
 }
+/* A phone (issue 50): a finger, not a mouse, so every control of the page is at least
+   44 px tall; a wide table scrolls in its own box, never the page. Plotly's own toolbar
+   keeps its size. */
+@media (max-width: 640px) {
+  [data-testid="stMain"] button:not(.modebar-btn), [data-testid="stMain"] [role="tab"],
+  [data-testid="stMain"] summary, [data-testid="stMain"] a[data-testid="stPageLink-NavLink"],
+  [data-testid="stMain"] [data-testid="stRadio"] label,
+  [data-testid="stMain"] [data-testid="stCheckbox"] label { min-height: 44px; }
+  [data-testid="stMain"] [data-testid="stRadio"] label,
+  [data-testid="stMain"] [data-testid="stCheckbox"] label,
+  [data-testid="stMain"] summary { display: flex; align-items: center; }
+  [data-testid="stTable"], [data-testid="stMarkdownContainer"] table {
+    display: block; max-width: 100%; overflow-x: auto; }
+}
 /* Class mode's join screen: the code in type the back row reads. */
 .st-key-ui_join_screen [data-testid="stMarkdownContainer"] p { font-size: 1.6rem !important; }
 .st-key-ui_join_screen [data-testid="stMarkdownContainer"] p:first-child {

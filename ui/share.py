@@ -61,14 +61,16 @@ PRESENT_CSS = """
   /* In a column, a chart above its own slider: the knob under the picture it moves. */
   [role="tabpanel"] [data-testid="stColumn"] > [data-testid="stVerticalBlock"]
     > :nth-child(1 of :has([data-testid="stPlotlyChart"])) { order: -1; }
-  /* The title row: its boxes and notes a little smaller than the body, on one line. */
+  /* The title row: the title on one line beside its boxes (a long one a little smaller),
+     its boxes and notes a little smaller than the body. */
+  .st-key-ui_title_row h1 { font-size: 2.3rem !important; }
   .st-key-ui_title_row [data-testid="stPopover"] button p,
   .st-key-ui_title_row [data-testid="stExpander"] summary p { font-size: 1.15rem !important; }
   .st-key-ui_title_row [data-testid="stCaptionContainer"],
-  .st-key-ui_title_row [data-testid="stCaptionContainer"] p { font-size: 1.1rem !important; }
+  .st-key-ui_title_row [data-testid="stCaptionContainer"] p { font-size: 1.15rem !important; }
   /* Projector-sized type for everything the charts are not: metrics, tables, code. */
   [data-testid="stMetricLabel"] p,
-  [data-testid="stMetricLabel"] div { font-size: 1.1rem !important; }
+  [data-testid="stMetricLabel"] div { font-size: 1.15rem !important; }
   [data-testid="stMetricValue"] { font-size: 2.2rem !important; }
   [data-testid="stTable"] th, [data-testid="stTable"] td,
   [data-testid="stCode"] code, [data-testid="stMarkdownContainer"] code,
@@ -97,6 +99,20 @@ CONTROLS_KEY = "ui_controls"  # presenter mode's Controls box (the class in PRES
 def presenting() -> bool:
     """?present=1 on any page: projector-sized type and figures, no sidebar."""
     return str(st.query_params.get("present", "")).lower() in {"1", "true", "yes"}
+
+
+_PHONE_UA = ("Mobi", "Android", "iPhone", "iPad")
+
+
+def phone() -> bool:
+    """A phone's browser, by its User-Agent (the server never learns the viewport): the
+    wide mosaics are drawn in fewer columns there. Desktop browsers at any width, and
+    AppTest, are not phones; CSS (ui.chrome) handles narrow windows for everything else."""
+    try:
+        ua = st.context.headers.get("User-Agent") or ""
+    except Exception:  # no request behind this run (AppTest, bare mode)
+        return False
+    return any(m in ua for m in _PHONE_UA)
 
 
 def where(text: str) -> str:

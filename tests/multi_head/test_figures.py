@@ -65,7 +65,7 @@ def test_heads_grid_is_one_mosaic_on_one_colour_axis(h, T):
     np.testing.assert_allclose(avg, r.weights.mean(0).numpy(), rtol=1e-6)
     titles = [a.text for a in fig.layout.annotations]
     assert len(titles) == shown + 1 and "average" in titles[-1]
-    assert titles[0].startswith("head 1 · focus ")
+    assert titles[0].startswith("head 1 · focus ")  # (a phone: "head 1 · 0.51")
     assert fig.layout.title.text.startswith(f"Every head's attention weights ({shown} of {h}")
     assert "average" in chart.caption
     assert set(_axis_titles(fig).values()) == {"key (attended to)", "query (attending)"}
@@ -75,6 +75,22 @@ def test_heads_grid_is_one_mosaic_on_one_colour_axis(h, T):
     cells = np.asarray(fig.data[0].customdata)
     assert cells.shape == ((*heads.shape, 3) if T <= 24 else heads.shape)
     assert "head %{customdata" in fig.data[0].hovertemplate
+
+
+@pytest.mark.parametrize("h", [4, 8, 16])
+def test_heads_grid_on_a_phone_has_two_panels_a_row_and_the_same_maps(h):
+    T = 10
+    r = _run(d_model=64, h=h, T=T)
+    wide = fg.heads_grid(r.weights, None).fig
+    fig = fg.heads_grid(r.weights, None, columns=2).fig
+    xs = {round(a.x, 3) for a in fig.layout.annotations}
+    assert len(xs) == 2  # two columns of panels (the average's too)
+    rows = {round(a.y, 3) for a in fig.layout.annotations}
+    assert len(rows) == -(-(h + 1) // 2)  # the rest go down, not off the side
+    assert fig.layout.height > wide.layout.height
+    for j, block in enumerate(_panels(fig, T)):  # every head still drawn, each its own map
+        np.testing.assert_allclose(block, r.weights[j].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fig.data[1].z), r.weights.mean(0).numpy(), rtol=1e-6)
 
 
 def test_heads_grid_labels_tokens_or_positions_and_draws_square_maps():

@@ -3,10 +3,12 @@
 - Presenter mode (`?present=1`, 1920×1080): every text inside the charts (ticks, axis and
   chart titles, annotations, legends, colour bars) is at least 18 px, and no sentence
   points at a sidebar that presenter mode does not have.
-- Presenter mode's first screen, at 1920×1080 and on every step at 1280×720: the top of the
-  step's first chart (or of its exercise, where the chart waits for the reveal) is on it.
-  The later steps are opened through their tabs, in the page the first step opened.
-- A phone (420 px wide): the sidebar starts closed and nothing is wider than the screen.
+- Presenter mode's first screen, at 1920×1080 and on every step at 1280×720 with a class
+  open (issue 50): the top of the step's first chart (or of its exercise, where the chart
+  waits for the reveal) is at most 360 px down, so at least half of it shows. The later
+  steps are opened through their tabs, in the page the first step opened.
+- A phone (390 px wide, a phone's browser): the sidebar starts closed; on every step
+  nothing is wider than the screen and every control of the page is at least 44 px tall.
 """
 
 from __future__ import annotations
@@ -85,9 +87,9 @@ def test_presenter_mode_draws_every_chart_text_in_projector_sized_type(server_ur
 def test_presenter_mode_at_720p_opens_every_step_on_its_chart(server_url, browser, lesson):
     """The first step as the link opens it; each later one through its tab, in that page
     (one page load per lesson: a fresh load per step cost this file half its time)."""
-    height = 720
+    height, most = 720, 360
     page, errors = open_page(
-        browser, f"{server_url}/{lesson.url_path}?present=1", width=1280, height=height
+        browser, f"{server_url}/{lesson.url_path}?present=1&room=new", width=1280, height=height
     )
     try:
         late, axe = [], {}
@@ -98,31 +100,59 @@ def test_presenter_mode_at_720p_opens_every_step_on_its_chart(server_url, browse
             if bad := audit(page):  # WCAG 2.2 AA in presenter mode too (issue 42)
                 axe[step or "the page"] = [str(v) for v in bad]
             top = _first_top(page)
-            if top is not None and top >= height:
+            if top is not None and top > most:
                 late.append(f"{step or 'the page'}: {top:.0f} px")
-        assert not late, f"the first chart starts below 720 px on: {late}"
+        assert not late, f"the first chart starts below {most} px on: {late}"
         assert not axe, axe
         assert not errors, errors
     finally:
         page.context.close()
 
 
+# What a finger taps on the page (the sidebar is closed on a phone; plotly's toolbar and
+# the slider's thumb, which is dragged along its 44 px row, are not counted).
+_SMALL_TAPS_JS = """
+() => {
+  const small = [];
+  const taps = 'button:not(.modebar-btn), a[href], [role="tab"], summary, '
+    + '[data-testid="stRadio"] label, [data-testid="stCheckbox"] label';
+  for (const el of document.querySelectorAll(`[data-testid="stMain"] :is(${taps})`)) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if (el.closest('.modebar, [data-testid="stMarkdownContainer"]')) continue;
+    const name = (el.innerText || el.getAttribute('aria-label') || el.tagName).trim();
+    if (r.height < 43.5) small.push(`${name.slice(0, 30)}: ${Math.round(r.height)} px`);
+  }
+  return small;
+}
+"""
+
+
 @pytest.mark.parametrize("lesson", available(), ids=lambda lesson: lesson.url_path or "home")
-def test_a_phone_gets_a_closed_sidebar_and_no_sideways_scrolling(server_url, browser, lesson):
-    page, errors = open_page(browser, f"{server_url}/{lesson.url_path}", width=420, height=900)
+def test_a_phone_gets_a_closed_sidebar_no_sideways_scrolling_and_44_px_taps(
+    server_url, browser, lesson
+):
+    page, errors = open_page(
+        browser, f"{server_url}/{lesson.url_path}", width=390, height=844, phone=True
+    )
     try:
-        assert page.locator(EXCEPTION).count() == 0
-        reveal_held_back(page)
-        page.wait_for_selector(f"{CHART} .main-svg", timeout=30_000)
         closed = page.evaluate(
             """() => { const s = document.querySelector('[data-testid="stSidebar"]');
                        const r = s.getBoundingClientRect(); return r.right <= 1 || r.width < 2; }"""
         )
         assert closed, "the sidebar covers the page on a phone's first load"
-        wide = page.evaluate(
-            "() => [document.documentElement.scrollWidth, window.innerWidth]"
-        )  # fmt: skip
-        assert wide[0] <= wide[1], f"the page is {wide[0]} px wide on a {wide[1]} px screen"
+        wide, small = {}, {}
+        for i, step in enumerate(page_steps(lesson.file)):
+            if i:
+                click_and_wait_run(page, page.get_by_role("tab", name=step, exact=True))
+            assert page.locator(EXCEPTION).count() == 0, f"step {step}: an exception"
+            width = page.evaluate("() => document.documentElement.scrollWidth")
+            if width > 390:
+                wide[step or "the page"] = width
+            if taps := page.evaluate(_SMALL_TAPS_JS):
+                small[step or "the page"] = taps[:6]
+        assert not wide, f"the page scrolls sideways on a 390 px phone: {wide}"
+        assert not small, f"tap targets under 44 px: {small}"
         assert not errors, errors
     finally:
         page.context.close()

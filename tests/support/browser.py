@@ -203,9 +203,25 @@ def click_and_wait_run(page, locator, timeout_ms: int = 60_000) -> None:
     settle(page)
 
 
-def open_page(browser, url: str, *, width: int = 1400, height: int = 900, ready: str | None = "h1"):
+PHONE_UA = (  # a phone's browser, as the server reads it (ui.share.phone)
+    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/126.0 Mobile Safari/537.36"
+)
+
+
+def open_page(
+    browser,
+    url: str,
+    *,
+    width: int = 1400,
+    height: int = 900,
+    ready: str | None = "h1",
+    phone: bool = False,
+):
     # A fresh context per page: no shared tabs, timers or caches between measurements.
-    context = browser.new_context(viewport={"width": width, "height": height})
+    # `phone`: a phone's User-Agent and touch, as a student's phone sends them.
+    extra = dict(user_agent=PHONE_UA, is_mobile=True, has_touch=True) if phone else {}
+    context = browser.new_context(viewport={"width": width, "height": height}, **extra)
     page = context.new_page()
     page.add_init_script(_WS_SPY)
     errors: list[str] = []
