@@ -452,7 +452,11 @@ def _ask_console(code: str) -> None:
     if isinstance(got, tuple):
         state["asking"] = list(got)
         return
-    st.session_state[_DOOR] = say("slow", s=got.wait_s) if got.slow else say("ended", code=code)
+    st.session_state[_DOOR] = (
+        say("slow", s=got.wait_s) if got.slow
+        else say("console_full") if rooms().exists(code)
+        else say("ended", code=code)
+    )  # fmt: skip
 
 
 @st.fragment(run_every=2.0)
@@ -619,13 +623,22 @@ def _count(code: str, token: str) -> None:
         st.caption(say("count_short", n=n))
     else:
         st.caption(say("count", n=n, s="" if n == 1 else "s"))
-    for number in rooms().console_requests(code, token):  # a device asks to be the console
+    asking = rooms().console_requests(code, token)  # devices that ask to be the console
+    if len(asking) > 1:
+        st.button("Refuse them all", on_click=_refuse_all, args=(code, token, asking),
+                  key="_ui_room_refuse_all", type="tertiary")  # fmt: skip
+    for number in asking:
         st.markdown(say("console_request", number=number))
         allow, refuse = st.columns(2)
         allow.button("Allow", on_click=_allow, args=(code, token, number, True), type="primary",
                      key=f"_ui_room_allow_{number}")  # fmt: skip
         refuse.button("Refuse", on_click=_allow, args=(code, token, number, False),
                       key=f"_ui_room_refuse_{number}")  # fmt: skip
+
+
+def _refuse_all(code: str, token: str, numbers: list[str]) -> None:
+    for number in numbers:
+        rooms().allow_console(code, token, number, False)
 
 
 def _allow(code: str, token: str, number: str, allow: bool) -> None:

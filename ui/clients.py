@@ -8,13 +8,16 @@ the client's (`st.context.ip_address`). So a client that reaches the server thro
 localhost, or through a reverse proxy that passes the client's own header on, picks its
 address per connection: ten made-up addresses filled all 50 rooms in 8.4 s.
 
+Addresses are compared as one spelling: a dual-stack server (`streamlit run`'s default)
+reports an IPv4 peer as ::ffff:a.b.c.d, which is a.b.c.d here.
+
 Here the header counts only where the operator names the proxies it trusts,
 ATTN_TRUSTED_PROXIES (addresses or networks, comma-separated: `127.0.0.1`, `10.0.0.0/8`).
 `client_address` undoes what the server did with the header, then walks the header from
 the right through the trusted proxies only:
 
-- no header: the connection's address (None on localhost: each browser session is then
-  its own client, as before);
+- no header: the connection's address (None on localhost, also where a dual-stack server
+  reports it as ::ffff:127.0.0.1: each browser session is then its own client);
 - a header, and the connection came from a proxy the operator trusts: the first address
   from the right that is not a trusted proxy (the client the nearest proxy saw);
 - a header the operator did not ask to trust: the connection's own address; where the
@@ -63,9 +66,21 @@ def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     elif text.count(":") == 1:  # v4:port
         text = text.split(":")[0]
     try:
-        return ipaddress.ip_address(text)
+        ip = ipaddress.ip_address(text)
     except ValueError:
         return None
+    # A dual-stack server (streamlit run's default) sees an IPv4 peer as ::ffff:a.b.c.d:
+    # the same address, which an IPv4 entry of ATTN_TRUSTED_PROXIES must match.
+    return ip.ipv4_mapped if ip.version == 6 and ip.ipv4_mapped else ip
+
+
+def _canon(address: str | None) -> str | None:
+    """An address as one spelling (::ffff:10.0.0.5 is 10.0.0.5), else as given."""
+    ip = _ip(address) if address else None
+    return str(ip) if ip is not None else address
+
+
+_LOOP = tuple(ipaddress.ip_network(a) for a in LOOPBACK)
 
 
 def _in(address: str | None, networks: Iterable[Network]) -> bool:
@@ -98,10 +113,14 @@ def client_address(
     X-Forwarded-For headers; `trusted`: the operator's trusted proxies. None: a loopback
     connection without a header (the caller counts its browser session instead)."""
     listed = hops(forwarded)
+    reported = _canon(reported)
+    # A loopback peer: the server reports None for 127.0.0.1 and ::1, but a dual-stack
+    # server's ::ffff:127.0.0.1 as it is (and then ignores the header itself).
+    loopback = reported is None or _in(reported, _LOOP)
     if not listed:
-        return reported
+        return None if loopback else reported
     # The connection itself: loopback where the server took `reported` from the header.
-    from_loopback = reported is None or reported == _servers_pick(listed)
+    from_loopback = loopback or reported == _canon(_servers_pick(listed))
     peer = LOOPBACK[0] if from_loopback else reported
     if not _in(peer, trusted):
         return PROXIED if from_loopback else reported

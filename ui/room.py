@@ -54,7 +54,7 @@ MAX_STUDENTS = 300  # students one room counts (more can follow, uncounted)
 ANSWERS_PER_CLIENT = int(os.environ.get("ATTN_ANSWERS_PER_CLIENT", str(MAX_STUDENTS)))
 MAX_HISTORY = 60  # the questions of one class the teacher can look back on
 PAIR_S = 120.0  # a device's request to be the teacher's console waits this long
-MAX_PAIRS = 3  # such requests one room holds at once (the oldest gives way)
+MAX_PAIRS = 8  # such requests one room holds at once (then new ones wait their turn)
 MAX_VALUES = 200  # control values one room holds
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
 RECLAIM_S = 10 * 60  # a room whose teacher's page has gone waits this long for the key
@@ -215,7 +215,7 @@ class Room:
     listeners: dict[str, Waker] = field(default_factory=dict)  # student id -> waker
     opened: set[tuple[str, str]] = field(default_factory=set)  # View.opened
     paused: bool = False
-    consoles: set[str] = field(default_factory=set)  # tokens of the teacher's other devices
+    consoles: list[str] = field(default_factory=list)  # the teacher's other devices, oldest first
     pairs: dict[str, Pair] = field(default_factory=dict)  # request id -> a device's request
 
     def bump(self) -> list[Waker]:
@@ -551,9 +551,9 @@ class Rooms:
             if wait or not right:
                 return Join(False, bool(wait), wait)
             if len(room.consoles) >= 4:  # a few devices; the oldest gives way
-                room.consoles.pop()
+                room.consoles.pop(0)
             token = secrets.token_urlsafe(24)
-            room.consoles.add(token)
+            room.consoles.append(token)
             return token
 
     def ask_console(self, code: str, client: str) -> tuple[str, str] | Join:
@@ -562,7 +562,9 @@ class Rooms:
         number both screens show), else a Join saying why not. The teacher allows it on
         their own screen (`allow_console`), so a student who asks gets nothing unless the
         teacher allows their number. Each request costs a wrong guess's allowance: a
-        flood of requests slows its sender, and a room holds MAX_PAIRS at once."""
+        flood of requests slows its sender. A room holds MAX_PAIRS at once and then
+        refuses new ones (Join(False, False, 0)) until the teacher refuses some or two
+        minutes pass: an earlier request, the teacher's phone's, is never pushed out."""
         with self._lock:
             now = self._clock()
             room = self._rooms.get(code)
@@ -570,8 +572,8 @@ class Rooms:
             if wait or room is None:
                 return Join(False, bool(wait), wait)
             self._expire_pairs(room, now)
-            while len(room.pairs) >= MAX_PAIRS:
-                room.pairs.pop(min(room.pairs, key=lambda r: room.pairs[r].asked))
+            if len(room.pairs) >= MAX_PAIRS:  # full: nobody's request is pushed out (a
+                return Join(False, False, 0.0)  # student's asks cannot drop the teacher's)
             taken = {p.number for p in room.pairs.values()}
             number = next(n for n in iter(lambda: f"{secrets.randbelow(10_000):04d}", None)
                           if n not in taken)  # fmt: skip
@@ -607,9 +609,9 @@ class Rooms:
                 del room.pairs[rid]
                 return True
             if len(room.consoles) >= 4:  # a few devices; the oldest gives way
-                room.consoles.pop()
+                room.consoles.pop(0)
             room.pairs[rid].token = secrets.token_urlsafe(24)
-            room.consoles.add(room.pairs[rid].token)
+            room.consoles.append(room.pairs[rid].token)
             return True
 
     def paired(self, code: str, rid: str) -> str | bool | None:

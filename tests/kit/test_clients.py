@@ -61,6 +61,23 @@ def test_a_trusted_network_proxy_is_walked_through_to_the_first_untrusted_hop():
     assert C.client_address(servers_report("10.0.0.2", header), header, trusted) == "10.0.0.2"
 
 
+def test_a_dual_stack_server_s_mapped_addresses_are_the_ipv4_ones():
+    """`streamlit run` listens on :: as well: an IPv4 peer arrives as ::ffff:a.b.c.d, and
+    neither Streamlit nor uvicorn then takes the header (the review of issue 49 saw
+    ip_address '::ffff:127.0.0.1' with the header untouched)."""
+    mapped = "::ffff:127.0.0.1"
+    assert C.client_address(mapped, [], NONE) is None  # localhost: each session its own
+    header = ["198.51.100.4, 203.0.113.9"]
+    assert C.client_address(mapped, header, LOCAL) == "203.0.113.9"  # nginx on this host
+    assert C.client_address(mapped, header, C.trusted_proxies("127.0.0.0/8")) == "203.0.113.9"
+    assert C.client_address(mapped, header, NONE) == C.PROXIED  # untrusted: one client
+    lb = C.trusted_proxies("10.0.0.0/8")  # a balancer elsewhere, seen as ::ffff:10.0.0.5
+    assert C.client_address("::ffff:10.0.0.5", ["192.0.2.8"], lb) == "192.0.2.8"
+    assert C.client_address("::ffff:203.0.113.7", [], NONE) == "203.0.113.7"  # one spelling
+    seen = {C.client_address(mapped, [f"198.51.100.{i}"], NONE) for i in range(1, 40)}
+    assert seen == {C.PROXIED}  # made-up headers through a mapped loopback buy nothing
+
+
 def test_a_long_or_odd_header_is_read_from_its_right_end_only():
     header = [", ".join(f"192.0.2.{i % 250}" for i in range(10_000)) + ", [2001:db8::1]:443"]
     assert len(C.hops(header)) == C.MAX_HOPS

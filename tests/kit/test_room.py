@@ -446,8 +446,13 @@ def test_a_phone_becomes_the_console_only_when_the_teacher_allows_its_number(sto
     rid3, _ = rooms.ask_console(code, "address s")
     clock.t += R.PAIR_S + 1
     assert rooms.console_requests(code, token) == [] and rooms.paired(code, rid3) is False
+    mine, my_number = rooms.ask_console(code, "address t")  # the teacher's phone, first
     numbers = [rooms.ask_console(code, "address f") for _ in range(R.MAX_PAIRS + 2)]
     assert len(rooms.console_requests(code, token)) == R.MAX_PAIRS
+    assert my_number in rooms.console_requests(code, token)  # never pushed out by decoys
+    assert numbers[-1] == R.Join(False, False, 0.0)  # full: the newest waits its turn
+    assert rooms.allow_console(code, token, my_number)
+    assert isinstance(rooms.paired(code, mine), str)
     got = [rooms.ask_console(code, "address f") for _ in range(30)]
     assert any(isinstance(g, R.Join) and g.slow for g in got)
     assert numbers and isinstance(rooms.ask_console("NOROOM", "address q"), R.Join)
