@@ -204,7 +204,13 @@ def edit_example(start: str) -> Example:
         for key in TABLES:
             st.session_state.pop(key, None)  # both rebuild together, from the same base
         st.session_state[BASE] = st.session_state[LAST]
-    q_out, kv_out = _editors(st.session_state[BASE])
+    if ui.presenting():  # a projector reads a large table; the editors wait in a box
+        shown = st.container()
+        with st.expander(W("example.edit_box"), icon=":material/table_edit:"):
+            q_out, kv_out = _editors(st.session_state[BASE])
+    else:
+        shown = None
+        q_out, kv_out = _editors(st.session_state[BASE])
     ui.editor_note(cut, W, "example.cut", min=core.MIN_TOKENS, max=core.MAX_TOKENS)
     try:
         q_cells = q_out.iloc[0].tolist() if len(q_out) else []
@@ -218,7 +224,19 @@ def edit_example(start: str) -> Example:
     except core.ExampleError as e:
         st.error(_bad_cell(e), icon=":material/table_edit:")
     st.button("Undo my edits", on_click=_undo, icon=":material/undo:")
+    if shown is not None:
+        _projected(shown, st.session_state[LAST])
     return _shared(start)
+
+
+def _projected(where, ex: Example) -> None:
+    """The example as plain tables in the projector's type (the editors draw on a canvas
+    in the theme's 14 px, which no page style reaches)."""
+    where.markdown("**Query q** (d_k = 3)")
+    where.table(pd.DataFrame([[f"{x:g}" for x in ex.q]], columns=Q_COLS), hide_index=True)
+    where.markdown(W("example.tokens_shown"))
+    rows = [[n, *(f"{x:g}" for x in a + b)] for n, a, b in zip(ex.names, ex.k, ex.v, strict=True)]
+    where.table(pd.DataFrame(rows, columns=KV_COLS), hide_index=True)
 
 
 def _hull(ex: Example, steps, soft, hull, sumnorm: bool) -> None:

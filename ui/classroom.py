@@ -26,6 +26,7 @@ import csv
 import io
 import logging
 import secrets
+import statistics
 import threading
 import time
 import weakref
@@ -762,11 +763,24 @@ def _history(code: str, token: str) -> None:
                             state=say("history_revealed" if q.revealed else
                                       "history_open" if q.open_at(time.monotonic())
                                       else "history_closed")))  # fmt: skip
+            if q.revealed and q.answers:  # what the class said, once the class has seen it
+                st.caption(_results(q))
         st.download_button(
             "All answers (CSV)", data=history_csv(past), file_name=f"class-{code}.csv",
             mime="text/csv", icon=":material/download:", type="tertiary",
             key="_ui_room_history_csv", on_click="ignore",
         )  # fmt: skip
+
+
+def _results(q: Question) -> str:
+    """A revealed question's answers in one line: each choice's count, or the numbers'
+    range and median (the earlier questions' results stay at hand)."""
+    if q.choices:
+        counts = Counter(q.answers.values())
+        return " · ".join(f"{c}: **{counts.get(c, 0)}**" for c in q.choices)
+    values = sorted(float(v) for v in q.answers.values())
+    mid = statistics.median(values)
+    return say("history_numbers", lo=values[0], hi=values[-1], mid=mid, n=len(values))
 
 
 @st.fragment(run_every=COUNT_S)

@@ -171,6 +171,14 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
         st.run()
         assert st.session_state[EXERCISE_LOG][0]["revealed"]
         assert "What the class predicted (2 answers)" in str(plotly_specs(st))
+    # the teacher's history keeps each revealed question's results (what each choice got)
+    at.run()
+    radio = a.radio(key=f"pick-{key}")
+    first, last = radio.options[0], radio.options[-1]
+    line = " ".join(str(c.value) for c in at.caption if "**" in str(c.value))
+    want = {c: (first, last).count(c) for c in radio.options}
+    for choice, n in want.items():
+        assert f"{choice}: **{n}**" in line
 
 
 # ------------------------------------------------------------------ robust rooms (issue 40)

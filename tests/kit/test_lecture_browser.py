@@ -86,6 +86,9 @@ def edit_query(teacher, value: str) -> str:
     unsaved, so a try whose z did not move is made again."""
     before = z_output(teacher)
     grid = teacher.locator('[data-testid="stDataFrame"]').first
+    if not grid.is_visible():  # presenter mode: the editors wait in a closed box
+        teacher.get_by_text("Edit the example", exact=False).first.click()
+        grid.wait_for(state="visible", timeout=10_000)
     for _ in range(4):
         settle(teacher)
         grid.scroll_into_view_if_needed()
