@@ -161,7 +161,9 @@ def params_exercise(d_model: int, heads: int) -> bool:
         choices[correct],
         W("exercise.params.why", d_model=d_model, h=h, d_k=d_model // h),
         truth=W("exercise.params.truth", h=h, ph=ph),
-        secret=[f"{ph:,}"],  # the table's h-head row
+        # the table's h-head row, and the K+V projections' half of it (the KV-cache
+        # table's MHA row), from which "the same" follows (the review of issue 50)
+        secret=[f"{ph:,}", f"{ph // 2:,}"],
     )
 
 
@@ -398,10 +400,10 @@ def cost_step(s: Settings) -> None:
     if params_exercise(s.d_model, s.heads):
         st.markdown(params_md)
         st.caption(W("cost.params_note"))
-    else:
-        ui.until_reveal("The parameter count of every head split")
-    st.markdown(kv_md)
-    st.caption(W("cost.kv_note", **KV_ASSUMED))
+        st.markdown(kv_md)
+        st.caption(W("cost.kv_note", **KV_ASSUMED))
+    else:  # the KV-cache table counts the K and V projections: half the answer
+        ui.until_reveal("The parameter count of every head split and the KV-cache table")
 
 
 @ui.cache_resource(max_entries=8, show_spinner=False)

@@ -9,6 +9,7 @@ from tests.support.apptest import (
     explanations,
     no_exception,
     plotly_specs,
+    reveal_all,
     run_page,
     run_steps,
     warnings,
@@ -76,7 +77,7 @@ def test_every_step_shows_its_own_charts_and_all_charts_appear():
     assert any("T × d_k = 10 × 64" in t for t in chart_titles(outputs))
     assert any("T × d_model = 10 × 512" in t for t in chart_titles(outputs))
     assert any("view size is not compatible" in c.value for c in reshape.code)
-    md = _markdown(cost)
+    md = _markdown(reveal_all(cost))  # the KV-cache table waits for the parameter question
     assert "1,050,624" in md  # 4·512² + 4·512, for h = 1 and h = 8 alike
     assert "MQA" in md and "GQA" in md and "← current" in md
     # two heads keep cat and tired apart
@@ -125,7 +126,7 @@ def test_h64_with_d_model_1024_warns_about_small_d_k():
 
 
 def test_multi_query_attention_from_the_link():
-    at = run_page(PAGE, d_model="256", heads="8", kv_heads="1", step="Cost")
+    at = run_page(PAGE, d_model="256", heads="8", kv_heads="1", step="Cost", reveal=True)
     no_exception(at)
     assert at.selectbox(key="kv_heads").value == 1
     assert _metric(at, "attention kind") == "MQA"
@@ -289,7 +290,7 @@ def test_words_of_the_steps_come_from_the_computation():
     assert f"v_cat = {fg.vec(V_CAT)}" in md
     assert f"the output is {fg.vec(tired_cat_one_head(0.5).tolist())}" in md
     assert f"becomes {fg.vec(tired_cat_two_heads(1.0, 1.0).tolist())}" in md
-    cost = run_page(PAGE, step="Cost")
+    cost = run_page(PAGE, step="Cost", reveal=True)
     assert any("context of 8,192 tokens, 32 layers" in c.value for c in cost.caption)
     div = run_page(PAGE, step="Diversity")
     md = _markdown(div)
@@ -346,7 +347,7 @@ def test_tired_cat_words_come_from_the_computation():
     assert f"the output is {fg.vec(half.tolist())}" in md
     assert f"becomes {fg.vec(same.tolist())}" in md
     assert f"v_cat = {fg.vec(V_CAT)}" in md and f"v_tired = {fg.vec(V_TIRED)}" in md
-    cost = run_page(PAGE, step="Cost")
+    cost = run_page(PAGE, step="Cost", reveal=True)
     note = "context of 8,192 tokens, 32 layers, batch 1, float16"
     assert any(note in c.value for c in cost.caption)
     assert MAX_SENTENCE_TOKENS == 64
