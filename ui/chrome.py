@@ -327,7 +327,8 @@ _SCROLLABLE_JS = """
   window.__attnScrollables = true;  // tests call window.__attnMarkScrollables() before axe
   const mark = () => {
     for (const el of document.querySelectorAll(
-        '.katex-display, [data-testid="stTable"] div, [data-testid="stMarkdownContainer"] pre')) {
+        '.katex-display, [data-testid="stTable"], [data-testid="stTable"] div, '
+        + '[data-testid="stMarkdownContainer"] pre, [data-testid="stMarkdownContainer"] table')) {
       const wide = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
       const css = getComputedStyle(el);
       const scrolls = /(auto|scroll)/.test(css.overflowX + css.overflowY);
