@@ -68,7 +68,9 @@ PRESENT_CSS = """
   .st-key-ui_title_row [data-testid="stExpander"] summary p { font-size: 1.15rem !important; }
   .st-key-ui_title_row [data-testid="stCaptionContainer"],
   .st-key-ui_title_row [data-testid="stCaptionContainer"] p { font-size: 1.15rem !important; }
-  /* Projector-sized type for everything the charts are not: metrics, tables, code. */
+  /* Projector-sized type for everything the charts are not: metrics, tables, code, the
+     toolbar's SVG link. */
+  .modebar-btn.attn-svg { font-size: 18px !important; }
   [data-testid="stMetricLabel"] p,
   [data-testid="stMetricLabel"] div { font-size: 1.15rem !important; }
   [data-testid="stMetricValue"] { font-size: 2.2rem !important; }
