@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 import secrets
 import statistics
 import threading
@@ -758,7 +759,8 @@ def _history(code: str, token: str) -> None:
         return
     with st.expander(f"This class's questions ({len(past)})", icon=":material/history:"):
         for n, q in enumerate(past, 1):
-            st.markdown(say("history_line", n=n, page=q.page, key=controls.safe_text(q.key, 60),
+            what = q.text or q.key  # the question as asked (its key if none was kept)
+            st.markdown(say("history_line", n=n, page=q.page, key=controls.safe_text(what, 100),
                             answers=len(q.answers), s="" if len(q.answers) == 1 else "s",
                             state=say("history_revealed" if q.revealed else
                                       "history_open" if q.open_at(time.monotonic())
@@ -880,11 +882,21 @@ def asked(key: str) -> Asked | None:
     return Asked(q, bool(state.get("token")))
 
 
+def _plain(markdown: str) -> str:
+    """A question's markdown as one plain line for the history (its figures stay)."""
+    line = re.sub(r"[*_`]|:material/[a-z_]+:", "", " ".join(markdown.split()))
+    return line if len(line) <= 100 else line[:99] + "…"
+
+
 def _ask(key: str, choices) -> None:
     state = _state()
     if state and state.get("token"):
         seconds = SECONDS.get(st.session_state.get("_ui_room_seconds", "none"))
-        rooms().ask(state["code"], state["token"], state.get("page", ""), key, choices, seconds)
+        text = _plain(
+            st.session_state.get("_ui_exercise_about", {}).get(key, {}).get("question", "")
+        )
+        rooms().ask(state["code"], state["token"], state.get("page", ""), key, choices, seconds,
+                    text=text)  # fmt: skip
         for k in (f"_predict_{key}", f"pick-{key}", f"guess-{key}"):
             st.session_state.pop(k, None)  # the projector hides the answer too
 

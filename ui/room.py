@@ -53,6 +53,7 @@ MAX_STUDENTS = 300  # students one room counts (more can follow, uncounted)
 # browser session of its own, and a question holds MAX_STUDENTS at most anyway.
 ANSWERS_PER_CLIENT = int(os.environ.get("ATTN_ANSWERS_PER_CLIENT", str(MAX_STUDENTS)))
 MAX_HISTORY = 60  # the questions of one class the teacher can look back on
+MAX_TEXT = 120  # characters of a question's text the history keeps
 PAIR_S = 120.0  # a device's request to be the teacher's console waits this long
 MAX_PAIRS = 8  # such requests one room holds at once (then new ones wait their turn)
 MAX_VALUES = 200  # control values one room holds
@@ -148,6 +149,7 @@ class Question:
     asked_at: float = 0.0  # the room's clock when it was asked
     deadline: float | None = None  # answers close then (None: when the teacher says)
     closed: bool = False  # no more answers: the teacher closed it, or its time ran out
+    text: str = ""  # the question as the page asked it (plain text, for the history)
 
     def open_at(self, now: float) -> bool:
         """Whether an answer may still come in."""
@@ -444,7 +446,7 @@ class Rooms:
 
     def ask(
         self, code: str, token: str, page: str, key: str, choices=None,
-        seconds: float | None = None,
+        seconds: float | None = None, text: str = "",
     ) -> bool:  # fmt: skip
         """Put exercise `key` of `page` to the class (replacing any open question, which
         goes to the history); its answers close after `seconds` (None: when the teacher
@@ -460,7 +462,7 @@ class Rooms:
             now = self._clock()
             deadline = now + seconds if seconds and seconds > 0 else None
             room.question = Question(room.questions, page, key, choices, asked_at=now,
-                                     deadline=deadline)  # fmt: skip
+                                     deadline=deadline, text=text[:MAX_TEXT])  # fmt: skip
             wake = room.bump()
         self._wake(code, wake)
         return True

@@ -179,6 +179,11 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
     want = {c: (first, last).count(c) for c in radio.options}
     for choice, n in want.items():
         assert f"{choice}: **{n}**" in line
+    # ... and names each question by its text as asked, not by an internal key
+    asked = at.session_state["_ui_exercise_about"][key]["question"]
+    plain = " ".join(asked.replace("*", "").replace("`", "").split())
+    history = " ".join(m.value for m in at.markdown if m.value.startswith("1. "))
+    assert plain[:40] in history and key not in history
 
 
 # ------------------------------------------------------------------ robust rooms (issue 40)
