@@ -952,8 +952,11 @@ def hold(box, key: str) -> None:
         "Reveal to the class", on_click=_reveal, args=(key,), type="primary",
         icon=":material/visibility:", key=f"_ui_reveal_{key}",
     )  # fmt: skip
-    close.button("Close answers", on_click=_console_do, args=("close", state["code"],
-                 state["token"]), key=f"_ui_close_{key}")  # fmt: skip
+    q = rooms().answers(state["code"], state["token"])
+    shut = q is not None and not q.open_at(time.monotonic())  # closed, or its time ran out
+    close.button("Answers closed" if shut else "Close answers", on_click=_console_do,
+                 args=("close", state["code"], state["token"]), key=f"_ui_close_{key}",
+                 disabled=shut)  # fmt: skip
     clear.button("Clear without revealing", on_click=_console_do, args=("clear", state["code"],
                  state["token"]), type="tertiary", key=f"_ui_clear_{key}")  # fmt: skip
 

@@ -165,6 +165,9 @@ def test_a_question_to_the_class_is_counted_and_revealed_to_all():
     assert len(rooms().answers(code, at.session_state["_ui_room"]["token"]).answers) == 2
     at.run()
     assert re.search(r"\*\*2 of \d+\*\* answered", " ".join(m.value for m in at.markdown))
+    at.button(key=f"_ui_close_{key}").click().run()  # closed: the button says so, spent
+    assert at.button(key=f"_ui_close_{key}").label == "Answers closed"
+    assert at.button(key=f"_ui_close_{key}").disabled
     at.button(key=f"_ui_reveal_{key}").click().run()
     assert at.session_state[EXERCISE_LOG][0]["revealed"]
     for st in (a, b):
