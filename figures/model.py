@@ -76,16 +76,26 @@ def _token_axis(labels: list[str], title: str) -> dict:
 # ------------------------------------------------------------------------------ maps
 
 
-def _tiles(w: np.ndarray) -> tuple[np.ndarray, int]:
+def _spot(l: int, h: int, per_row: int, rows: int) -> tuple[int, int]:
+    """(tile row, tile column) of head h of layer l: a layer takes `rows` tile rows of
+    `per_row` heads (one row of all its heads, but on a phone)."""
+    return l * rows + h // per_row, h % per_row
+
+
+def _tiles(w: np.ndarray, per_row: int | None = None) -> tuple[np.ndarray, int]:
     """(z, span of one tile) of the mosaic: the (L, H, T, T) maps laid out layers down,
-    heads across, blank (NaN) cells between tiles."""
+    heads across (at most `per_row` a row: a layer then wraps onto more rows), blank
+    (NaN) cells between tiles."""
     L, H, T, _ = w.shape
+    per = min(per_row or H, H)
+    rows = -(-H // per)
     g = max(1, round(0.15 * T))  # the gap between tiles, in cells
     span = T + g
-    z = np.full((L * span - g, H * span - g), np.nan, dtype=np.float32)
+    z = np.full((L * rows * span - g, per * span - g), np.nan, dtype=np.float32)
     for l in range(L):
         for h in range(H):
-            z[l * span : l * span + T, h * span : h * span + T] = w[l, h]
+            r, c = _spot(l, h, per, rows)
+            z[r * span : r * span + T, c * span : c * span + T] = w[l, h]
     return z, span
 
 
@@ -118,20 +128,35 @@ def _png(z: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _mosaic_axes(L: int, H: int, T: int, span: int, shape) -> tuple[dict, dict]:
+def _mosaic_axes(L: int, H: int, T: int, span: int, shape, per: int) -> tuple[dict, dict]:
     axis = dict(showgrid=False, zeroline=False, ticks="", tickmode="array")
-    x_axis = dict(axis, title=dict(text="head"), range=[-0.5, shape[1] - 0.5],
-                  tickvals=[h * span + (T - 1) / 2 for h in range(H)],
-                  ticktext=[f"H{h}" for h in range(H)])  # fmt: skip
-    y_axis = dict(axis, title=dict(text="layer"), range=[shape[0] - 0.5, -0.5],
-                  tickvals=[l * span + (T - 1) / 2 for l in range(L)],
-                  ticktext=[f"L{l}" for l in range(L)])  # fmt: skip
+    rows = -(-H // per)
+    if rows == 1:  # every head of a layer in one row: heads across, layers down
+        x_text, y_text = [f"H{h}" for h in range(H)], [f"L{l}" for l in range(L)]
+        titles = ("head", "layer")
+    else:  # a phone: each tile row names its layer and heads; columns count on from them
+        x_text = [f"+{c}" for c in range(per)]
+        y_text = [f"L{l} H{r * per}–{min(H, (r + 1) * per) - 1}"
+                  for l in range(L) for r in range(rows)]  # fmt: skip
+        titles = ("head (the row's first + column)", "layer and heads")
+    x_axis = dict(axis, title=dict(text=titles[0]), range=[-0.5, shape[1] - 0.5],
+                  tickvals=[c * span + (T - 1) / 2 for c in range(len(x_text))],
+                  ticktext=x_text)  # fmt: skip
+    y_axis = dict(axis, title=dict(text=titles[1]), range=[shape[0] - 0.5, -0.5],
+                  tickvals=[r * span + (T - 1) / 2 for r in range(len(y_text))],
+                  ticktext=y_text)  # fmt: skip
     return x_axis, y_axis
 
 
-def head_mosaic(weights: Any, selected: tuple[int, int] | None = None, model: str = "") -> Chart:
+def head_mosaic(
+    weights: Any,
+    selected: tuple[int, int] | None = None,
+    model: str = "",
+    per_row: int | None = None,
+) -> Chart:
     """Every head's (T, T) map in one picture: layers down, heads across, a blank cell
-    between tiles; the selected head outlined.
+    between tiles; the selected head outlined. `per_row`: at most this many heads a row
+    (a phone: 4; a layer then takes several rows, each named by its heads).
 
     Drawn as one image (a PNG in the weight colour scale, the large map's colour bar)
     under plotly's axes: measured in headless Chromium, a heatmap mosaic with its colour
@@ -139,14 +164,16 @@ def head_mosaic(weights: Any, selected: tuple[int, int] | None = None, model: st
     through `table`, never to the browser; the large map below has the hover."""
     w = to_numpy(weights)  # (L, H, T, T)
     L, H, T, _ = w.shape
-    z, span = _tiles(w)
-    x_axis, y_axis = _mosaic_axes(L, H, T, span, z.shape)
+    per = min(per_row or H, H)
+    rows = -(-H // per)
+    z, span = _tiles(w, per)
+    x_axis, y_axis = _mosaic_axes(L, H, T, span, z.shape, per)
     shapes = []
     if selected is not None:
-        l, h = selected
+        r, c = _spot(*selected, per, rows)
         shapes.append(dict(type="rect", xref="x", yref="y", line=dict(color=VERMILION, width=3),
-                           x0=h * span - 0.9, x1=h * span + T - 0.1,
-                           y0=l * span - 0.9, y1=l * span + T - 0.1))  # fmt: skip
+                           x0=c * span - 0.9, x1=c * span + T - 0.1,
+                           y0=r * span - 0.9, y1=r * span + T - 0.1))  # fmt: skip
     traces = [
         dict(type="image", source=_png(z), x0=0, y0=0, dx=1, dy=1, hoverinfo="skip",
              name="every head"),
@@ -154,7 +181,7 @@ def head_mosaic(weights: Any, selected: tuple[int, int] | None = None, model: st
     layout = dict(
         title=_title(f"Every head of {model or 'the model'} on your sentence"),
         font=dict(size=13),
-        height=130 + 62 * L,
+        height=130 + (62 if rows == 1 else 80) * L * rows,
         xaxis=x_axis,
         yaxis=y_axis,
         shapes=shapes,

@@ -138,9 +138,9 @@ charts = ui.cache_resource(max_entries=4, show_spinner=False)
 
 
 @charts
-def mosaic_chart(s: Settings):
+def mosaic_chart(s: Settings, per_row: int | None = None):
     return fig.head_mosaic(
-        trace(s.model, s.text, s.text_b, s.knobs).weights, (s.layer, s.head), s.model
+        trace(s.model, s.text, s.text_b, s.knobs).weights, (s.layer, s.head), s.model, per_row
     )
 
 
@@ -363,7 +363,7 @@ def input_header(s: Settings) -> None:
 
 def heads_step(s: Settings) -> None:
     st.header(W("heads.title"))
-    ui.show(mosaic_chart(s))
+    ui.show(mosaic_chart(s, 4 if ui.phone() else None))  # a phone: 4 heads a row
     ui.show(head_chart(s))
     pick = pick_head(s.model, s.text, s.text_b)
     if (s.layer, s.head) == (pick.layer, pick.head):

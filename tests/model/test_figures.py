@@ -50,6 +50,26 @@ def test_the_mosaic_places_every_head_s_map_in_its_tile():
     assert [t.type for t in f.data] == ["image"]  # one picture for every head
 
 
+def test_on_a_phone_the_mosaic_wraps_each_layer_onto_rows_of_four_heads():
+    w = _rows(3, 12, 5, 5)
+    chart = fig.head_mosaic(w, (2, 6), "tiny", per_row=4)
+    f = _valid(chart)
+    z = np.asarray(chart.table.data[0].z, dtype=np.float32)
+    span = 5 + 1
+    assert z.shape == (3 * 3 * span - 1, 4 * span - 1)  # 9 tile rows of 4 columns
+    for l in range(3):
+        for h in range(12):
+            r, c = l * 3 + h // 4, h % 4
+            np.testing.assert_array_equal(
+                z[r * span : r * span + 5, c * span : c * span + 5], w[l, h]
+            )
+    rect = f.layout.shapes[0]  # L2H6: layer 2's second row, column +2
+    assert rect.x0 < 2 * span < rect.x1 and rect.y0 < 7 * span < rect.y1
+    assert list(f.layout.yaxis.ticktext)[7] == "L2 H4–7"
+    assert list(f.layout.xaxis.ticktext) == ["+0", "+1", "+2", "+3"]
+    assert f.layout.height > fig.head_mosaic(w).fig.layout.height
+
+
 def test_the_mosaic_picture_is_the_weights_in_the_colour_scale():
     from PIL import Image
 
