@@ -383,11 +383,9 @@ class Rooms:
         old tab drives no more); else a Join saying why not (`slow`: too many tries)."""
         with self._lock:
             now = self._clock()
-            room = self._rooms.get(code)
-            right = room is not None and hmac.compare_digest(room.key, key)
-            wait = self._spend(client, HIT_COST if right else MISS_COST, now)
-            if wait or not right:
-                return Join(False, bool(wait), wait)
+            room = self._keyed(code, key, client, now)
+            if isinstance(room, Join):
+                return room
             room.token, room.teacher, room.client = secrets.token_urlsafe(24), teacher, client
             room.heard = room.touched = now
             room.gone = None
@@ -546,17 +544,28 @@ class Rooms:
         reveals, closes, pauses, ends and reads the history, but does not drive the
         pages (the projector's tab keeps the class); else a Join saying why not."""
         with self._lock:
-            now = self._clock()
-            room = self._rooms.get(code)
-            right = room is not None and hmac.compare_digest(room.key, key)
-            wait = self._spend(client, HIT_COST if right else MISS_COST, now)
-            if wait or not right:
-                return Join(False, bool(wait), wait)
-            if len(room.consoles) >= 4:  # a few devices; the oldest gives way
-                room.consoles.pop(0)
-            token = secrets.token_urlsafe(24)
-            room.consoles.append(token)
-            return token
+            room = self._keyed(code, key, client, self._clock())
+            return room if isinstance(room, Join) else self._new_console(room)
+
+    def _keyed(self, code: str, key: str, client: str, now: float) -> Room | Join:
+        """Room `code` when `key` is its teacher key (rate-limited per client: a wrong
+        key costs MISS_COST), else a Join saying why not. Under the lock."""
+        room = self._rooms.get(code)
+        right = room is not None and hmac.compare_digest(room.key, key)
+        wait = self._spend(client, HIT_COST if right else MISS_COST, now)
+        if wait or not right:
+            return Join(False, bool(wait), wait)
+        return room
+
+    @staticmethod
+    def _new_console(room: Room) -> str:
+        """A console token for one of the teacher's devices; a few at most, the oldest
+        gives way. Under the lock."""
+        if len(room.consoles) >= 4:
+            room.consoles.pop(0)
+        token = secrets.token_urlsafe(24)
+        room.consoles.append(token)
+        return token
 
     def ask_console(self, code: str, client: str) -> tuple[str, str] | Join:
         """A device (the teacher's phone) asks to become the console of room `code`
@@ -610,10 +619,7 @@ class Rooms:
             if not allow:
                 del room.pairs[rid]
                 return True
-            if len(room.consoles) >= 4:  # a few devices; the oldest gives way
-                room.consoles.pop(0)
-            room.pairs[rid].token = secrets.token_urlsafe(24)
-            room.consoles.append(room.pairs[rid].token)
+            room.pairs[rid].token = self._new_console(room)
             return True
 
     def paired(self, code: str, rid: str) -> str | bool | None:
