@@ -27,7 +27,7 @@ from tests.support.attacks import (
     dial,
     race_try,
 )
-from tests.support.browser import streamlit_server
+from tests.support.browser import traced_server
 from tests.support.wsclient import WsClient, string_state
 from ui import room
 from ui.runtime import gate
@@ -38,15 +38,8 @@ TRIES = 24  # spread over 35 ms around the wake; bench/attacks.py race runs 220
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("attacks") / "server.log"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ATTN_REPLAY_TRACE", "1")
-    mp.setenv("ATTN_SERVER_LOG", str(log))
-    try:
-        with streamlit_server() as url:
-            yield url, log
-    finally:
-        mp.undo()
+    with traced_server(tmp_path_factory.mktemp("attacks") / "server.log") as got:
+        yield got
 
 
 def traced(log: Path, what: str) -> int:

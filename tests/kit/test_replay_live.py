@@ -25,7 +25,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from tests.support.browser import streamlit_server
+from tests.support.browser import traced_server
 from tests.support.wsclient import WsClient
 
 pytestmark = pytest.mark.xdist_group("live_class")
@@ -34,15 +34,8 @@ STUDENTS = 4
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    log = tmp_path_factory.mktemp("replay") / "server.log"
-    mp = pytest.MonkeyPatch()
-    mp.setenv("ATTN_REPLAY_TRACE", "1")
-    mp.setenv("ATTN_SERVER_LOG", str(log))
-    try:
-        with streamlit_server() as url:
-            yield url, log
-    finally:
-        mp.undo()
+    with traced_server(tmp_path_factory.mktemp("replay") / "server.log") as got:
+        yield got
 
 
 def d_k(widget_id: str, value: str) -> WidgetState:

@@ -341,3 +341,19 @@ def reveal_held_back(page) -> int:
     page.wait_for_timeout(300)
     wait_idle(page)
     return n
+
+
+@contextlib.contextmanager
+def traced_server(log: Path):
+    """`streamlit_server()` with ui.replay's trace on, the server's log written to `log`:
+    (base URL, log), for tests that read what the replays did."""
+    import pytest
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ATTN_REPLAY_TRACE", "1")
+    mp.setenv("ATTN_SERVER_LOG", str(log))
+    try:
+        with streamlit_server() as url:
+            yield url, log
+    finally:
+        mp.undo()
