@@ -286,7 +286,10 @@ TITLED = """(t) => [...document.querySelectorAll('[data-testid="stPlotlyChart"] 
 ALERT = """(t) => [...document.querySelectorAll('[data-testid="stAlert"]')]
   .some(a => a.innerText.includes(t))"""
 _DRAWN = (
-    """(n) => document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg').length >= n"""
+    # One chart holds two .main-svg (the plot and its hover layer): count charts, not SVGs,
+    # or three drawn charts of four already pass as "at least 4".
+    """(n) => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+        .filter((c) => c.querySelector('.main-svg')).length >= n"""
 )
 
 
