@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .describe import Grid, Said
 from .parts import (
     BLACK,
     BLUE,
@@ -170,6 +171,24 @@ def scoring_grids(
         f"= uniform over {T} keys, 0 = one-hot. Here **{sharpest}** is the sharpest and "
         f"**{flattest}** the flattest: large raw scores (dot, bilinear) lock rows onto one "
         "key; cosine's bounded scores leave them nearly uniform unless τ is small.",
+        words=(
+            *(
+                Grid(_np(v), "query token", "key token", labels, labels, name=f"{k}: scores")
+                for k, v in scores.items()
+            ),
+            *(
+                Grid(
+                    _np(weights[k]),
+                    "query token",
+                    "key token",
+                    labels,
+                    labels,
+                    name=f"{k}: weights",
+                )
+                for k in scores
+            ),
+            Said("entropies", items="; ".join(f"{k} {entropies[k]:.2f}" for k in scores)),
+        ),
     )
 
 

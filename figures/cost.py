@@ -34,6 +34,7 @@ from attn_core.lessons.cost import (
     probs_bytes_against_T,
 )
 
+from .describe import num
 from .parts import (
     BLACK,
     BLUE,
@@ -465,14 +466,17 @@ def _tile_traces(scores: np.ndarray, veil: np.ndarray, grid: tuple, dom: dict) -
     gx, gy = grid
     return [
         dict(type="heatmap", z=np.where(np.isfinite(scores), scores, np.nan).astype(np.float32),
-             colorscale=DIVERGING, zmin=-s_lim, zmax=s_lim, xgap=1, ygap=1,
+             name="scores", meta=dict(blank="forbidden"), colorscale=DIVERGING, zmin=-s_lim,
+             zmax=s_lim, xgap=1, ygap=1,
              colorbar=dict(_BAR, x=dom["s"][1] + 0.01, title=dict(text="score", side="top")),
              hovertemplate="query %{y}, key %{x}<br>score %{z:" + NUM_FMT + "}<extra></extra>"),
         dict(type="heatmap", z=veil, zmin=0, zmax=1, showscale=False, opacity=0.8,
              colorscale=[[0, "#FFFFFF"], [0.5, "#FFFFFF"], [0.5, GREY], [1, GREY]],
-             hoverinfo="skip"),
+             hoverinfo="skip",
+             meta=dict(say="tiles.veil", numbers=dict(todo=int((veil == 0).sum()),
+                                                      skipped=int((veil == 1).sum())))),
         dict(type="scatter", x=gx, y=gy, mode="lines", line=dict(color="#444", width=1.5),
-             hoverinfo="skip", showlegend=False),
+             hoverinfo="skip", showlegend=False, meta=dict(words="skip")),  # tile borders
     ]  # fmt: skip
 
 
@@ -483,10 +487,23 @@ def _output_traces(out: np.ndarray, exact: np.ndarray, dom: dict) -> list[dict]:
         dict(type="heatmap", z=z, colorscale=DIVERGING, zmin=-o_lim, zmax=o_lim, xaxis=xa,
              yaxis="y", xgap=1, ygap=1, showscale=xa == "x3",
              colorbar=dict(_BAR, x=dom["e"][1] + 0.01, title=dict(text="output", side="top")),
+             name=f"output {name}", meta=dict(blank="pending"),
              hovertemplate="row %{y}, column %{x}<br>" + name + " %{z:" + NUM_FMT
              + "}<extra></extra>")
         for z, xa, name in ((out, "x2", "so far"), (exact, "x3", "exact"))
     ]  # fmt: skip
+
+
+def _span(values) -> dict:
+    """{"lo", "hi"} of the finite values, as the words show them ("−inf" before any tile)."""
+    v = np.asarray(values, dtype=float)
+    ok = v[np.isfinite(v)]
+    if not ok.size:
+        return dict(
+            lo=num(float(v.min())) if v.size else "none",
+            hi=num(float(v.max())) if v.size else "none",
+        )
+    return dict(lo=num(float(ok.min())), hi=num(float(ok.max())))
 
 
 def _stat_traces(stats: tuple, current, T_q: int) -> list[dict]:
@@ -503,11 +520,13 @@ def _stat_traces(stats: tuple, current, T_q: int) -> list[dict]:
     for name, now, final, xa in (("m", m, m_final, "x4"), ("l", l, l_final, "x5")):
         data += [
             dict(type="bar", orientation="h", x=np.asarray(now, np.float32), y=y, xaxis=xa,
-                 yaxis="y", marker=dict(color=colors),
+                 yaxis="y", marker=dict(color=colors), name=f"each row's {name} so far",
                  hovertemplate="row %{y}<br>" + name + " so far %{x:" + NUM_FMT
                  + "}<extra></extra>"),
             dict(type="scatter", x=np.asarray(final, np.float32), y=y, mode="markers",
                  xaxis=xa, yaxis="y", marker=dict(symbol="diamond-open", size=dot, color=BLACK),
+                 name=f"final {name}", meta=dict(say="final.stat", numbers=dict(
+                     name=name, **_span(final))),
                  hovertemplate="row %{y}<br>final " + name + " %{x:" + NUM_FMT
                  + "}<extra></extra>"),
         ]  # fmt: skip

@@ -14,7 +14,8 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,8 @@ def num(x: Any) -> str:
         x = float(x)
     except (TypeError, ValueError):
         return plain(x)
+    if not np.isfinite(x):
+        return "NaN" if np.isnan(x) else ("inf" if x > 0 else "−inf")
     if x == int(x) and abs(x) < 1e6:
         return str(int(x))
     return sci(x, 3)
@@ -85,43 +88,193 @@ def _axis_title(fig: go.Figure, axis: str, fallback: str) -> str:
     return text or fallback
 
 
-def _heatmap(tr: Any, fig: go.Figure, say: Say) -> list[str]:
+# ------------------------------------------------------------ what a builder declares
+#
+# The generic reader below reads plotly's arrays, and those are the quantity only when the
+# chart draws the quantity itself. A log colour scale, a mosaic of heads on one heatmap, a
+# grey overlay, × marks and reference lines are not: a builder that draws one of them
+# declares what it means, as parts (Chart.words), made from the same tensors it draws.
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A grid of values in the units of the chart's title (never a log of them)."""
+
+    z: Any  # (rows, cols); NaN: a blank cell
+    down: str  # what the rows are ("query")
+    across: str  # what the columns are ("key")
+    rows: Sequence | None = None  # row names, else 0..rows-1
+    cols: Sequence | None = None
+    name: str = ""  # the panel ("L0H2", "head 3"); "" for the chart's one grid
+    blank: str = "blank"  # what a blank cell is: charts.md `blank.<this>`
+    by_row: bool = True  # read each row's peak (up to MAX_ROWS rows)
+
+
+@dataclass(frozen=True)
+class Values:
+    """One value per named thing (a dot per row, a bar per head), read one by one."""
+
+    name: str
+    labels: Sequence
+    values: Sequence[float]
+
+
+class Said:
+    """A sentence of charts.md and the numbers that fill it, computed by the builder:
+    Said("mask", allowed=36, total=64, …)."""
+
+    __slots__ = ("key", "numbers")
+
+    def __init__(self, key: str, /, **numbers: Any):
+        self.key, self.numbers = key, numbers
+
+    def __repr__(self) -> str:
+        return f"Said({self.key!r}, **{self.numbers!r})"
+
+
+Part = Grid | Values | Said
+MAX_PANELS = 10  # grids read one by one; past this, each of the rest by its peak only
+
+
+def _signed(values: np.ndarray) -> bool:
+    return bool(values.size and values.min() < 0 < values.max())
+
+
+def _grid(g: Grid, say: Say, *, alone: bool = True) -> list[str]:
+    """A grid's sentences: size and range, its largest (by magnitude, with its sign, where
+    the values have both signs), its blank cells named for what they are, each row's peak.
+    A yes/no grid gives counts instead. In a set of panels (`alone` False) each sentence
+    starts with the panel's name."""
+    z = np.asarray(g.z, dtype=float)
+    z = z[None, :] if z.ndim == 1 else z
+    who = plain(g.name) or say("grid")
+    if not z.size or not np.isfinite(z).any():
+        return [say("heatmap.empty", name=who)]
+    rows, cols = z.shape
+    down, across = g.down, g.across
+    ys = list(g.rows) if g.rows is not None else list(range(rows))
+    xs = list(g.cols) if g.cols is not None else list(range(cols))
+    shown = np.isfinite(z)
+    blank = int((~shown).sum())
+    values = z[shown]
+    lo, hi = float(values.min()), float(values.max())
+    first = say("heatmap", rows=rows, cols=cols, down=down, across=across, lo=num(lo), hi=num(hi))
+    out = [first if alone else say("panel", name=who, rows=rows, cols=cols, lo=num(lo),
+                                   hi=num(hi))]  # fmt: skip
+    if blank:
+        out.append(say(f"blank.{g.blank}", n=blank, total=z.size))
+    if np.isin(values, (0.0, 1.0)).all():  # a yes/no grid (a mask): counts, no "largest"
+        ones = (np.where(shown, z, 0) == 1).sum(axis=1)
+        counts = "; ".join(f"{_label(ys, i)}: {int(k)}" for i, k in enumerate(ones[:MAX_ROWS]))
+        more = "" if rows <= MAX_ROWS else say("rows.more", n=rows - MAX_ROWS)
+        out.append(say("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()),
+                       down=down, counts=counts + more))  # fmt: skip
+        return out
+    signed = _signed(values)
+    key = np.where(shown, np.abs(z) if signed else z, -np.inf)
+    r, c = np.unravel_index(np.argmax(key), z.shape)
+    out.append(say("heatmap.strongest" if signed else "heatmap.peak", v=num(z[r, c]), down=down,
+                   row=_label(ys, r), across=across, col=_label(xs, c)))  # fmt: skip
+    if g.by_row and alone and 1 < rows <= MAX_ROWS and cols > 1:
+        peaks = []
+        for i in range(rows):
+            if shown[i].any():
+                j = int(np.argmax(key[i]))
+                peaks.append(say("heatmap.row", row=_label(ys, i), col=_label(xs, j),
+                                 v=num(z[i, j])))  # fmt: skip
+        rows_key = "heatmap.rows.signed" if signed else "heatmap.rows"
+        out.append(say(rows_key, down=down, across=across, peaks="; ".join(peaks)))
+    return out
+
+
+def _panel_peak(g: Grid, say: Say) -> str:
+    """A panel in one phrase: its name and its largest value, and where."""
+    z = np.asarray(g.z, dtype=float)
+    shown = np.isfinite(z)
+    if not shown.any():
+        return say("heatmap.empty", name=plain(g.name))
+    signed = _signed(z[shown])
+    key = np.where(shown, np.abs(z) if signed else z, -np.inf)
+    r, c = np.unravel_index(np.argmax(key), z.shape)
+    ys = list(g.rows) if g.rows is not None else list(range(z.shape[0]))
+    xs = list(g.cols) if g.cols is not None else list(range(z.shape[1]))
+    return say("panel.peak", name=plain(g.name), v=num(z[r, c]), row=_label(ys, r),
+               col=_label(xs, c))  # fmt: skip
+
+
+def _values(v: Values, say: Say) -> str:
+    items = "; ".join(
+        say("bar.item", label=_label(list(v.labels), i), v=num(x))
+        for i, x in enumerate(v.values)
+        if np.isfinite(x)
+    )
+    return say("values", name=plain(v.name), n=len(v.values), items=items)
+
+
+def read(parts: Sequence[Part], say: Say) -> list[str]:
+    """The sentences of a chart's declared parts, in order. Grids that come together are a
+    set of panels: up to MAX_PANELS are read one by one, each named; past that every other
+    panel is still named, with its peak."""
+    out: list[str] = []
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if isinstance(part, Grid):
+            j = i
+            while j < len(parts) and isinstance(parts[j], Grid):
+                j += 1
+            grids = list(parts[i:j])
+            if len(grids) == 1:
+                out += _grid(grids[0], say)
+            else:
+                out.append(say("panels", n=len(grids), down=grids[0].down,
+                               across=grids[0].across))  # fmt: skip
+                for g in grids[:MAX_PANELS]:
+                    out += _grid(g, say, alone=False)
+                rest = grids[MAX_PANELS:]
+                if rest:
+                    out.append(say("panels.rest", n=len(rest), down=rest[0].down,
+                                   across=rest[0].across,
+                                   peaks="; ".join(_panel_peak(g, say) for g in rest)))  # fmt: skip
+            i = j
+            continue
+        if isinstance(part, Values):
+            out.append(_values(part, say))
+        elif isinstance(part, Said):
+            out.append(say(part.key, **part.numbers))
+        i += 1
+    return out
+
+
+def _meta(tr: Any) -> dict:
+    m = getattr(tr, "meta", None)
+    return m if isinstance(m, dict) else {}
+
+
+def _one_colour(tr: Any) -> bool:
+    """A heatmap drawn in a single colour: a layer over the grid (grey cells), not values."""
+    scale = tr.colorscale
+    return bool(scale) and len({str(c) for _, c in scale}) == 1
+
+
+def _heatmap(tr: Any, fig: go.Figure, say: Say, *, alone: bool = True) -> list[str]:
     z = np.asarray(array(tr.z), dtype=float)
     if z.ndim == 1:
         z = z[None, :]
-    if not z.size or not np.isfinite(z).any():
-        return [say("heatmap.empty", name=plain(tr.name) or say("grid"))]
-    rows, cols = z.shape
-    down, across = _axis_title(fig, "yaxis", say("row")), _axis_title(fig, "xaxis", say("column"))
-    ys, xs = _ticked(fig, "yaxis", array(tr.y), rows), _ticked(fig, "xaxis", array(tr.x), cols)
-    shown = np.isfinite(z)
-    masked = int((~shown).sum())
-    lo, hi = float(z[shown].min()), float(z[shown].max())
-    r, c = np.unravel_index(np.argmax(np.where(shown, z, -np.inf)), z.shape)
-    out = [
-        say("heatmap", rows=rows, cols=cols, down=down, across=across, lo=num(lo), hi=num(hi)),
-        say("heatmap.peak", hi=num(hi), down=down, row=_label(ys, r), across=across,
-            col=_label(xs, c)),
-    ]  # fmt: skip
-    if masked:
-        out.append(say("heatmap.blank", n=masked, total=z.size))
-    values = z[shown]
-    if np.isin(values, (0.0, 1.0)).all():  # a yes/no grid (a mask): count, not peaks
-        ones = (np.where(shown, z, 0) == 1).sum(axis=1)
-        counts = "; ".join(f"{_label(ys, i)}: {int(k)}" for i, k in enumerate(ones[:MAX_ROWS]))
-        out.append(say("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()),
-                       down=down, counts=counts))  # fmt: skip
-        return out
-    if 1 < rows <= MAX_ROWS and cols > 1:
-        peaks = []
-        for i, line in enumerate(z):
-            if np.isfinite(line).any():
-                j = int(np.nanargmax(np.where(np.isfinite(line), line, -np.inf)))
-                peaks.append(
-                    say("heatmap.row", row=_label(ys, i), col=_label(xs, j), v=num(line[j]))
-                )
-        out.append(say("heatmap.rows", down=down, across=across, peaks="; ".join(peaks)))
-    return out
+    rows, cols = z.shape if z.size else (0, 0)
+    if _one_colour(tr):  # a layer of marked cells: how many, and what marks them
+        n = int(np.isfinite(z).sum())
+        return [say("heatmap.layer", name=plain(tr.name) or say("grid"), n=n, total=z.size)]
+    grid = Grid(
+        z,
+        _axis_title(fig, "yaxis", say("row")),
+        _axis_title(fig, "xaxis", say("column")),
+        _ticked(fig, "yaxis", array(tr.y), rows),
+        _ticked(fig, "xaxis", array(tr.x), cols),
+        name=plain(tr.name),
+        blank=_meta(tr).get("blank", "blank"),
+    )
+    return _grid(grid, say, alone=alone)
 
 
 def _xy(tr: Any) -> tuple[np.ndarray, np.ndarray] | None:
@@ -142,11 +295,19 @@ PLANE_MAX = 12  # a scatter of at most this many points in a plane is read point
 
 
 def _wanders(x: np.ndarray) -> bool:
-    """Whether numeric x goes back and forth (points in a plane, not a curve over x)."""
+    """Whether numeric x ever steps back (points in a plane, not a curve over x)."""
     if not all(isinstance(v, int | float | np.number) for v in x):
         return False
     d = np.diff(np.asarray(x, dtype=float))
-    return bool((d > 0).any() and (d < 0).any())
+    return bool((d < 0).any())  # a curve over x is drawn left to right
+
+
+def _same(v: np.ndarray) -> bool:
+    return (
+        len(v) > 1
+        and all(isinstance(a, int | float | np.number) for a in v)
+        and (float(np.ptp(np.asarray(v, dtype=float))) == 0.0)
+    )
 
 
 def _line(tr: Any, i: int, say: Say, across: str) -> str | None:
@@ -161,9 +322,18 @@ def _line(tr: Any, i: int, say: Say, across: str) -> str | None:
     name = plain(tr.name) or say("series", i=i + 1)
     if len(y) == 1:
         return say("point", name=name, x=across, at=_label(x, 0), y=num(y[0]))
-    if len(y) <= PLANE_MAX and _wanders(x):  # points in a plane (a hull, a cloud): each one
-        pairs = ", ".join(f"({num(a)}, {num(b)})" for a, b in zip(x, y, strict=True))
-        return say("points", name=name, n=len(y), points=pairs)
+    if _same(y):  # a flat line: a reference level, not a curve
+        return say("level", name=name, y=num(y[0]))
+    if _same(x):  # a vertical line: a mark at one x
+        return say("mark", name=name, x=across, at=_label(x, 0))
+    if _wanders(x):  # points in a plane (a hull, a cloud), not a curve over x
+        if len(y) <= PLANE_MAX:
+            pairs = ", ".join(f"({num(a)}, {num(b)})" for a, b in zip(x, y, strict=True))
+            return say("points", name=name, n=len(y), points=pairs)
+        xf = x.astype(float)
+        top = int(np.argmax(y))
+        return say("cloud", name=name, n=len(y), x0=num(xf.min()), x1=num(xf.max()),
+                   y0=num(y.min()), y1=num(y.max()), at=num(xf[top]))  # fmt: skip
     lo, hi = int(np.argmin(y)), int(np.argmax(y))
     return say(
         "line", name=name, n=len(y), x=across, x0=_label(x, 0), x1=_label(x, len(x) - 1),
@@ -183,6 +353,12 @@ def _bar(tr: Any, i: int, say: Say) -> str | None:
         return None
     name = plain(tr.name) or say("series", i=i + 1)
     idx = np.flatnonzero(ok)
+    base = array(tr.base)
+    if base is not None and len(idx) <= MAX_BARS:  # floating bars: each spans base → base + v
+        b = np.broadcast_to(np.asarray(base, dtype=float), v.shape)
+        bars = "; ".join(say("bar.span", label=_label(labels, k), a=num(b[k]),
+                             b=num(b[k] + float(v[k]))) for k in idx)  # fmt: skip
+        return say("bars", name=name, n=len(idx), bars=bars)
     if len(idx) <= MAX_BARS:
         bars = "; ".join(say("bar.item", label=_label(labels, k), v=num(v[k])) for k in idx)
         return say("bars", name=name, n=len(idx), bars=bars)
@@ -211,17 +387,44 @@ def _histogram(tr: Any, i: int, say: Say) -> str | None:
     )  # fmt: skip
 
 
-def describe(fig: go.Figure, say: Say) -> str:
-    """The chart in a few sentences, every number read from its traces."""
+def _names(traces: Sequence[Any], say: Say, skipped: int) -> str:
+    """The names of traces not read out (each one named, never dropped silently)."""
+    return ", ".join(
+        plain(t.name) or say("series", i=skipped + k + 1) for k, t in enumerate(traces)
+    )
+
+
+def _down(fig: go.Figure) -> bool:
+    """Whether the y axis runs downwards (row 0 at the top)."""
+    a = getattr(fig.layout, "yaxis", None)
+    if a is None:
+        return False
+    r = a.range
+    return a.autorange == "reversed" or bool(r is not None and len(r) == 2 and r[0] > r[1])
+
+
+def describe(fig: go.Figure, say: Say, parts: Sequence[Part] = ()) -> str:
+    """The chart in a few sentences: from the parts its builder declared (every number
+    computed from the lesson's data), else read from its traces. A trace whose `meta`
+    says {"words": "skip"} is drawing, not data (a click layer, grid lines); one whose
+    `meta` holds {"say": key, "numbers": {...}} is read as that sentence."""
     title = plain(fig.layout.title.text) if fig.layout.title is not None else ""
     out = [say("title", title=title)] if title else []
+    if parts:
+        return " ".join(out + read(parts, say))
     traces = [tr for tr in fig.data if getattr(tr, "visible", True) not in (False, "legendonly")]
-    grids = [tr for tr in traces if tr.type == "heatmap"]
-    for tr in grids[:MAX_TRACES]:
-        out += _heatmap(tr, fig, say)
-    series = []
+    traces = [tr for tr in traces if _meta(tr).get("words") != "skip"]
+    grids = [tr for tr in traces if tr.type == "heatmap" and "say" not in _meta(tr)]
+    for tr in grids[:MAX_TRACES]:  # several grids: each named by its trace's name
+        out += _heatmap(tr, fig, say, alone=len(grids) == 1 or not plain(tr.name))
+    if len(grids) > MAX_TRACES:
+        out.append(say("more", n=len(grids) - MAX_TRACES,
+                       names=_names(grids[MAX_TRACES:], say, MAX_TRACES)))  # fmt: skip
+    # layers the builder named (grey cells, × marks): their own sentence, after the grids
+    out += [say(m["say"], **m.get("numbers", {})) for m in map(_meta, traces) if "say" in m]
+    series, named = [], []
     x, y = _axis_title(fig, "xaxis", say("x")), _axis_title(fig, "yaxis", say("y"))
-    for i, tr in enumerate(t for t in traces if t.type != "heatmap"):
+    for i, tr in enumerate(t for t in traces if t.type != "heatmap" and "say" not in _meta(t)):
         if tr.type == "scatter":
             said = _line(tr, i, say, x)
         else:
@@ -229,11 +432,13 @@ def describe(fig: go.Figure, say: Say) -> str:
             said = kind(tr, i, say) if kind else None
         if said:
             series.append(said)
+            named.append(tr)
     if series:
-        out.append(say("axes", x=x, y=y))
+        out.append(say("axes", x=x, y=y, up=say("down" if _down(fig) else "up")))
         out += series[:MAX_TRACES]
         if len(series) > MAX_TRACES:
-            out.append(say("more", n=len(series) - MAX_TRACES))
+            out.append(say("more", n=len(series) - MAX_TRACES,
+                           names=_names(named[MAX_TRACES:], say, MAX_TRACES)))  # fmt: skip
     if len(out) <= (1 if title else 0):
         out.append(say("nothing"))
     return " ".join(out)

@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from attn_core.lessons.heads import halfway_step, running_mean
 
+from .describe import Grid
 from .parts import BLACK, BLUE, GREEN, GREY, ORANGE, SKY, VERMILION
 from .style import (
     FONT,
@@ -110,7 +111,26 @@ def head_maps(
     x_axis, y_axis, bottom = _mosaic_axes(w.shape, gap, labels if token_ticks else None)
     fig = go.Figure(traces)
     fig.update_layout(**_maps_layout(L, bottom, notes, x_axis, y_axis))
-    return Chart(fig, _maps_caption(w, jobs), alt="Grid of attention maps, one per layer and head")
+    causal = np.tril(np.ones((T, T), bool))
+    names = [
+        f"L{l}H{h} (blank until your prediction is revealed)"  # the page hid it (its exercise)
+        if np.isnan(w[l, h]).all()
+        else f"L{l}H{h} ({JOB_TEXT[jobs[l][h]] or 'no clear job'})"
+        for l in range(L)
+        for h in range(w.shape[1])
+    ]
+    words = tuple(
+        Grid(
+            np.where(causal, m, np.nan), "query position", "key position", name=name, blank="future"
+        )
+        for m, name in zip(w.reshape(-1, T, T), names, strict=True)
+    )
+    return Chart(
+        fig,
+        _maps_caption(w, jobs),
+        alt="Grid of attention maps, one per layer and head",
+        words=words,
+    )
 
 
 def _map_panels(w, prev, ind, jobs, gap) -> tuple[list, list]:

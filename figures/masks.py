@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import weights_heatmap
+from .describe import Said
 from .parts import BLUE, GREEN, ORANGE, SKY, VERMILION, fmt_value
 from .style import NUM_FMT, Chart, base_layout, heatmap, line_layout, to_numpy
 
@@ -64,6 +65,7 @@ def _click_layer(T_q: int, T_k: int, height: int) -> go.Scatter:
         hovertemplate="click to flip query %{y}, key %{x}<extra></extra>",
         showlegend=False,
         name="cells",
+        meta=dict(words="skip"),  # a layer for clicks, not data
     )
 
 
@@ -119,7 +121,13 @@ def mask_chart(
     fig.update_layout(**layout)
     fig.update_xaxes(range=[-0.5, T_k - 0.5])
     fig.update_yaxes(range=[T_q - 0.5, -0.5])
-    return Chart(fig, caption)
+    allowed = keep.sum(1)
+    words = [Said("mask", allowed=int(allowed.sum()), total=keep.size, down=y_title,
+                  counts="; ".join(f"{i}: {int(n)}" for i, n in enumerate(allowed[:32]))
+                  + ("" if T_q <= 32 else " …"))]  # fmt: skip
+    if (allowed == 0).any():
+        words.append(Said("mask.empty", n=int((allowed == 0).sum()), down=y_title))
+    return Chart(fig, caption, words=tuple(words))
 
 
 def _overlay(
@@ -130,8 +138,10 @@ def _overlay(
     hover: str,
     color: str,
     customdata: np.ndarray | None = None,
+    words: dict | None = None,
 ) -> None:
-    """Grey cells (and optional per-cell text) drawn on top of a heatmap where `where` is True."""
+    """Grey cells (and optional per-cell text) drawn on top of a heatmap where `where` is True;
+    `words` ({"say": key, "numbers": {...}}): the sentence that names them in words."""
     if not where.any():
         return
     z = np.where(where, 1.0, np.nan).astype(np.float32)
@@ -145,6 +155,8 @@ def _overlay(
     )
     if customdata is not None:
         trace["customdata"] = customdata
+    if words is not None:
+        trace["meta"] = words
     if text is not None:
         trace["text"] = text
         trace["texttemplate"] = "%{text}"
@@ -169,6 +181,8 @@ def _forbidden_marks(fig: go.Figure, forbidden: np.ndarray, n: int, height: int)
             ),
             hoverinfo="skip",
             showlegend=False,
+            # read as what it marks, not as points (x: keys, y: queries)
+            meta=dict(say="marks.forbidden", numbers=dict(n=int(forbidden.sum()))),
         )
     )
 
@@ -200,7 +214,9 @@ def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, heig
     allowed = np.abs(z[keep & np.isfinite(z)])
     numbers = room and (allowed.size == 0 or allowed.max() < 100)
     fig.update_traces(texttemplate="%{z:.1~f}" if numbers else None, textfont_size=11)
+    fig.data[0].meta = dict(blank="forbidden")
     small = room and all(len(t) <= 5 for t in values[~keep])
+    held = sorted(set(values[~keep].tolist()))
     _overlay(
         fig,
         ~keep,
@@ -208,6 +224,7 @@ def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, heig
         customdata=values,
         hover="query %{y}<br>key %{x}<br>forbidden: logit = %{customdata}<extra></extra>",
         color=BLOCKED,
+        words=dict(say="forbidden.fill", numbers=dict(fill=", ".join(held[:4]))),
     )
     n_inf = int(np.isneginf(z[~keep]).sum())
     caption = (
@@ -258,7 +275,9 @@ def weights_chart(
         text=np.where(nan, "NaN", "") if max(T_q, T_k) <= 12 else None,
         hover="query %{y}<br>key %{x}<br>NaN (0/0)<extra></extra>",
         color="#BBBBBB",
+        words=dict(words="skip"),  # the grid's own blank cells say it (blank.nan)
     )
+    fig.data[0].meta = dict(blank="nan")
     _forbidden_marks(fig, ~keep & ~nan, max(T_q, T_k), height)
     return Chart(fig, caption)
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from plotly.colors import get_colorscale
 
+from .describe import Grid
 from .parts import BLUE, GREY, ORANGE, VERMILION, fast_figure, hline_labelled, vline_labelled
 from .style import (
     NUM_FMT,
@@ -153,6 +154,7 @@ def head_mosaic(
     selected: tuple[int, int] | None = None,
     model: str = "",
     per_row: int | None = None,
+    tokens: Sequence[str] | None = None,
 ) -> Chart:
     """Every head's (T, T) map in one picture: layers down, heads across, a blank cell
     between tiles; the selected head outlined. `per_row`: at most this many heads a row
@@ -198,7 +200,19 @@ def head_mosaic(
         + "Tiles with a bright line just below or above the diagonal follow the previous "
         "or next token; a bright first or last column is a sink that many tokens dump weight on."
     )
-    return Chart(fig, caption, alt="Grid of attention maps, one per layer and head", table=table)
+    labels = _tokens(tokens) if tokens is not None else None  # the words name the tokens
+    words = tuple(
+        Grid(w[l, h], "query", "key", labels, labels, name=head_name(l, h))
+        for l in range(L)
+        for h in range(H)
+    )
+    return Chart(
+        fig,
+        caption,
+        alt="Grid of attention maps, one per layer and head",
+        table=table,
+        words=words,
+    )
 
 
 def top_links(w: np.ndarray, tokens: Sequence[str], special: set[int], n: int = 3) -> list:
@@ -311,7 +325,18 @@ def role_maps(roles: dict[str, Any]) -> Chart:
         "entropy as a share of the most it could be, 1 = uniform). The strongest head per "
         f"role: {said}."
     )
-    return Chart(fig, caption, alt="Six layer-by-head grids, one per role")
+    words = tuple(
+        Grid(
+            g,
+            "layer",
+            "head",
+            [f"L{l}" for l in range(L)],
+            [f"H{h}" for h in range(H)],
+            name=ROLE_NAMES[r],
+        )
+        for r, g in zip(names, grids, strict=True)
+    )
+    return Chart(fig, caption, alt="Six layer-by-head grids, one per role", words=words)
 
 
 GUESS_NAMES = {

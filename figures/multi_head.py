@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from .describe import Grid
 from .parts import vline
 from .style import (
     NUM_FMT,
@@ -283,7 +284,13 @@ def heads_grid(
         plot_bgcolor="white",
         **_mosaic_axes(m, tokens),
     )
-    return Chart(fig, _grid_caption(w))
+    labels = _labels(tokens) if tokens is not None else [str(i + 1) for i in range(T)]
+    words = tuple(
+        Grid(z, Y_QUERY, X_KEY, labels, labels, name=name)
+        for z, name in [(w.mean(0), f"the average of the {h} heads")]
+        + [(w[i], f"head {i + 1}") for i in range(h)]
+    )
+    return Chart(fig, _grid_caption(w), words=words)
 
 
 def focus_bars(focus: Any, avg_focus: float, T: int) -> Chart:
@@ -385,12 +392,15 @@ def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
                line=dict(color=OKABE_ITO[4], width=4))  # fmt: skip
     fig.update_layout(shapes=[*(bounds if h <= 64 else []), box])
     fig.update_xaxes(tickmode="auto")
+    # each column named by its head's slice, as the lines on the chart show it
+    slices = [f"head {j // d_k + 1} · component {j % d_k}" for j in range(d_model)]
+    words = (Grid(z, "token", "column", _labels(tokens), slices),)
     caption = (
         f"The {h} head outputs side by side, {d_k} columns each (thin lines mark the slices). "
         f"The pink box is head {head}, the map on the left. Nothing is mixed yet: only W_o, "
         "applied next, combines what the heads found."
     )
-    return Chart(fig, caption)
+    return Chart(fig, caption, words=words)
 
 
 # ----------------------------------------------------------------------------- the tired cat

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .describe import Grid, Said, Values
 from .parts import (
     BLACK,
     BLUE,
@@ -197,10 +198,17 @@ def row_summary(max_weight, entropy_frac, threshold: float = 0.99, *, height: in
     layout["margin"] = dict(l=10, r=10, t=50, b=110)
     legend_below(layout)
     saturated = int(np.sum(mw > threshold))
+    words = (
+        Said("dots", down="query", first="query 0", across="value (0 … 1)"),
+        Values("largest weight, by query", rows, mw.astype(float)),
+        Values("entropy / log T, by query", rows, ef.astype(float)),
+        Said("threshold", v=f"{threshold:g}", n=saturated, total=n),
+    )
     return Chart(
         fast_figure(data, layout),
         f"{saturated} of {n} rows have a largest weight above {threshold:g} (dotted line). "
         "Entropy near 1 means attention spread evenly, near 0 means one key took everything.",
+        words=words,
     )
 
 
@@ -519,6 +527,7 @@ def jacobian_map(
         "dark, its logits can barely move its weights, and little gradient reaches q or k (none "
         "at all through a grey cell). Pick a saturated (orange) row with the row slider above "
         f"to see it.{zero_note}",
+        words=(Grid(J, "weight i", "logit j"),),  # |J| itself, not the log the colours show
     )
 
 

@@ -17,6 +17,7 @@ from plotly.subplots import make_subplots
 
 from attn_core.lessons.training import SATURATED, found_share
 
+from .describe import Grid, Values
 from .parts import BLUE, GREEN, GREY, ORANGE, PURPLE, VERMILION, sci
 from .style import FONT, NUM_FMT, SEQUENTIAL, Chart, line_layout, to_numpy
 
@@ -356,7 +357,12 @@ def probe_rows(
             fig.add_trace(_ring_legend(), row=r, col=c)
     fig.update_layout(**_probe_layout(n_rows))
     fig.update_annotations(font=dict(size=14))
-    return Chart(fig, _probe_caption(before, after, position))
+    words = (
+        *(Grid(to_numpy(w)[:rows], "example", "key (pair) position", name=name)
+          for name, w in panels),
+        Values("the matching key (ringed), by example", range(len(pos)), pos.astype(float)),
+    )  # fmt: skip
+    return Chart(fig, _probe_caption(before, after, position), words=words)
 
 
 SWEEP_COLOURS = (VERMILION, ORANGE, GREEN, BLUE, PURPLE)

@@ -19,6 +19,8 @@ FILE = "pages/model.py"
 W = ui.Words("model")
 CLEAR = 0.1  # a head "tracks" a relation when it beats its strongest simple guess by this share
 ALPHA = 0.05  # … and a sign test on the pairs they disagree on gives less than this
+DROP = 0.05  # the pruning exercise's drop: heads_before_drop's default
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
 PRONOUN, DETERMINER = "pronoun → antecedent", "determiner → noun"
 _PICKED = "_model_picked"  # session_state: ((model, text, text_b), (layer, head)) last picked
 KNOB_LABELS = {
@@ -139,9 +141,8 @@ charts = ui.cache_resource(max_entries=4, show_spinner=False)
 
 @charts
 def mosaic_chart(s: Settings, per_row: int | None = None):
-    return fig.head_mosaic(
-        trace(s.model, s.text, s.text_b, s.knobs).weights, (s.layer, s.head), s.model, per_row
-    )
+    tr = trace(s.model, s.text, s.text_b, s.knobs)
+    return fig.head_mosaic(tr.weights, (s.layer, s.head), s.model, per_row, tr.tokens)
 
 
 @charts
@@ -482,26 +483,80 @@ def relation_exercise(rel: dict[str, core.RelationScore]) -> bool:
             acc=b.best_accuracy,
             guess=fig.guess_name(b.strongest),
             base=b.strongest.accuracy,
+            lead=_lift(b),
+            k=NUMBER_WORDS.get(len(names), str(len(names))),
+            shown=shown_words(b),
         ),
         secret=[f"{fig.heads_label(b.best_heads)} {b.best_accuracy:.2f}"],
     )
 
 
+def tested(score: core.RelationScore) -> list[tuple[tuple[int, int], int, int, float]]:
+    """Every head tied at the best accuracy against the relation's strongest simple guess:
+    (head, pairs only it finds, pairs only the guess finds, the sign test's p)."""
+    out = []
+    for head in score.best_heads:
+        wins, losses = score.against(score.strongest, head)
+        out.append((head, wins, losses, core.sign_test(wins, losses)))
+    return out
+
+
+def verdict_kind(score: core.RelationScore) -> str:
+    """none (no lead over 2 %), unsure (no tied head's split below ALPHA), clear (and a lead
+    of CLEAR or more) or slight: the verdict's word and the exercise's."""
+    if _lift(score) <= 0.02:
+        return "none"
+    if min(p for *_, p in tested(score)) >= ALPHA:
+        return "unsure"
+    return "clear" if _lift(score) >= CLEAR else "slight"
+
+
+def _p(p: float) -> str:
+    return f"{p:.1%}" if p < 0.1 else f"{p:.0%}"
+
+
+def p_words(score: core.RelationScore) -> str:
+    """The sign test's p of the best head, or of each tied head with its name."""
+    t = tested(score)
+    if len(t) == 1:
+        return _p(t[0][3])
+    ps = [W("verdict.p_of", p=_p(p), head=fig.head_name(*h)) for h, _, _, p in t]
+    return ", ".join(ps[:-1]) + " and " + ps[-1]
+
+
+def split_words(score: core.RelationScore) -> str:
+    """The pairs on which the head (each tied head) and the guess disagree, and their p."""
+    t = tested(score)
+    if len(t) == 1:
+        _, wins, losses, p = t[0]
+        return W("verdict.split.one", wins=wins, losses=losses, p=_p(p))
+    items = [W("verdict.split.item", head=fig.head_name(*h), wins=w, losses=lo)
+             for h, w, lo, _ in t]  # fmt: skip
+    return W("verdict.split.tied", items=", ".join(items), ps=p_words(score))
+
+
+def shown_words(score: core.RelationScore) -> str:
+    """The exercise's answer in the verdict's terms: is the widest lead more than chance?"""
+    kind = verdict_kind(score)
+    if kind == "none":
+        return W("roles.exercise.no_lead")
+    if kind == "unsure":
+        return W("roles.exercise.unshown", n=score.n, ps=p_words(score))
+    return W("roles.exercise.shown", ps=p_words(score))
+
+
 def verdict(rel: dict[str, core.RelationScore]) -> str:
-    """One sentence per relation, from the best head against its strongest simple guess:
-    how far above it, and how often chance alone splits the pairs they disagree on so."""
+    """One sentence per relation, from the best head (each tied head) against its strongest
+    simple guess: how far above it, and how often chance alone splits the pairs they
+    disagree on so."""
     out = []
     for r, x in rel.items():
         g = x.strongest
-        wins, losses = x.against(g)
-        p = core.sign_test(wins, losses)
         said = dict(rel=r, head=heads_words(x), acc=x.best_accuracy, n=x.n,
                     guess=fig.guess_name(g), base=g.accuracy)  # fmt: skip
-        if _lift(x) <= 0.02:
-            kind = "none"
-        else:
-            kind = "unsure" if p >= ALPHA else "clear" if _lift(x) >= CLEAR else "slight"
-            said.update(wins=wins, losses=losses, p=p)
+        kind = verdict_kind(x)
+        if kind != "none":
+            said.update(split=split_words(x))
         out.append(W(f"verdict.{kind}", **said))
     return "\n".join(f"- {line}" for line in out)
 
@@ -675,7 +730,11 @@ def pruning_tries(curve: list[float], order: list[tuple[int, int]], H: int):
     first = ", ".join(fig.head_name(*x) for x in order[:k])
     way = W("word.up") if curve[k] > curve[0] else W("word.down")
     layers = pruning_checks()["layers"]
-    up = [f"L{i} {x:.3f}" for i, x in enumerate(layers) if x > curve[0]]
+    n = len(core.similarity_triples())
+    up = [(i, x) for i, x in enumerate(layers) if x > curve[0]]
+    raised = ", ".join(f"L{i} {x:.3f}" for i, x in up)
+    more = _and([f"{comparisons(x - curve[0], n * n):g}" for _, x in up])
+    raise_ = W("pruning.layer_raises", full=curve[0], raised=raised, more=more, combos=n * n)
     return W.pairs(
         "try.pruning",
         k=k,
@@ -685,10 +744,37 @@ def pruning_tries(curve: list[float], order: list[tuple[int, int]], H: int):
         at_k=curve[k],
         H=H,
         at_H=curve[H],
+        triples=n,
         lo=min(layers),
         hi=max(layers),
-        raise_=W("pruning.layer_raises", full=curve[0], raised=", ".join(up)) if up else "",
+        raise_=raise_ if up else "",
     )
+
+
+def comparisons(delta: float, combos: int) -> float:
+    """A change of the pair-ranking score as comparisons ordered right (a tie counts half)."""
+    return round(2 * delta * combos) / 2
+
+
+def _and(xs: list[str]) -> str:
+    return ", ".join(xs[:-1]) + " and " + xs[-1] if len(xs) > 1 else "".join(xs)
+
+
+def close_calls(halves: list[dict]) -> list[dict]:
+    """The held-out counts that hang on less than one comparison: the half ("first",
+    "second"), the order, the count, the score there, its margin above the 5 % floor, the
+    half's comparisons and its all-heads score."""
+    out = []
+    for i, half in enumerate(halves):
+        N = half["triples"] ** 2
+        for order in ("own", "other"):
+            curve = half[order]
+            k = core.heads_before_drop(curve, DROP)
+            margin = curve[k] - curve[0] * (1 - DROP)
+            if k < len(curve) - 1 and margin < 1 / N:  # all heads off is no near thing
+                out.append(dict(which=i, order=order, k=k, at=curve[k], margin=margin, N=N,
+                                full=curve[0]))  # fmt: skip
+    return out
 
 
 def held_out_words() -> str:
@@ -698,6 +784,13 @@ def held_out_words() -> str:
     own, other = (a["k_own"], b["k_own"]), (a["k_other"], b["k_other"])
     sooner = [o < i for o, i in zip(other, own, strict=True)]
     kind = "sooner" if all(sooner) else "not_sooner" if not any(sooner) else "mixed"
+    said = [W(f"pruning.heldout.{kind}")]
+    for c in close_calls([a, b]):
+        said.append(
+            W("pruning.heldout.close", which=W(("word.first", "word.second")[c["which"]]),
+              k=c["k"], order=W(f"word.{c['order']}_order"), at=c["at"], margin=c["margin"],
+              full=c["full"], N=c["N"], one=1 / c["N"])
+        )  # fmt: skip
     return W(
         "pruning.exercise.why",
         triples=len(core.similarity_triples()),
@@ -706,7 +799,7 @@ def held_out_words() -> str:
         other_b=other[1],
         own_a=own[0],
         own_b=own[1],
-        verdict=W(f"pruning.heldout.{kind}"),
+        verdict=" ".join(said),
     )
 
 
