@@ -25,6 +25,7 @@ import pytest
 from figures.describe import MAX_BARS, MAX_ROWS, array, describe
 from tests.support.apptest import no_exception, page_steps, run_page
 from tests.support.colours import SCALE_DE, SERIES_DE, VISION, delta_e, scale_steps, seen
+from tests.support.words import numbers
 from ui import content
 from ui.lesson import available
 
@@ -206,6 +207,59 @@ def test_every_drawn_chart_has_its_data_in_words(file, step):
             continue  # words its builder made from the lesson's tensors (test_words_declared)
         assert not any(tr.get("type") == "image" for tr in spec["data"]), title  # no words
         assert text == describe(go.Figure(spec), say), (file, step, title)
+        untied = _untied(text, spec)
+        assert not untied, (file, step, title, untied)
+
+
+def _drawn(spec: dict) -> np.ndarray:
+    """Every number a figure draws or names: its arrays (a floating bar's ends too), the
+    numbers in its title, axis titles, tick labels, trace names and annotations, and the
+    edges of the bins a histogram is read by."""
+    pool: list[float] = []
+    texts = [json.dumps(spec["layout"].get("title", ""))]
+    for name, axis in spec["layout"].items():
+        if name.startswith(("xaxis", "yaxis")):
+            texts += [json.dumps(axis.get("title", "")), json.dumps(axis.get("ticktext", []))]
+            pool += [float(v) for v in axis.get("tickvals", []) or [] if _is_num(v)]
+    for tr in spec["data"]:
+        texts.append(str(tr.get("name", "")))
+        for k in ("x", "y", "z", "customdata", "base"):
+            if tr.get(k) is None:
+                continue
+            a = np.asarray(array(tr[k]), dtype=object).ravel()
+            nums = np.array([float(v) for v in a if _is_num(v)], float)
+            pool += nums.tolist()
+            texts += [str(v) for v in a if isinstance(v, str)]
+        if tr.get("base") is not None and tr.get("x") is not None:
+            pool += (
+                np.asarray(array(tr["base"]), float) + np.asarray(array(tr["x"]), float)
+            ).tolist()
+        if tr.get("type") == "histogram":
+            v = np.asarray(array(tr.get("x") if tr.get("x") is not None else tr["y"]), float)
+            v = v[np.isfinite(v)]
+            if v.size:
+                bins = min(20, max(5, v.size)) if v.min() < v.max() else 1
+                pool += np.histogram(v, bins=bins)[1].tolist()
+    for t in texts:
+        pool += numbers(t)
+    return np.array([p for p in pool if np.isfinite(p)], float)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, int | float | np.number) and not isinstance(v, bool)
+
+
+def _untied(text: str, spec: dict) -> list[float]:
+    """The numbers of a chart's words that are neither counts (whole numbers: sizes, how
+    many cells or points) nor any number the chart draws, to the words' 3 digits."""
+    pool = _drawn(spec)
+    out = []
+    for v in numbers(text):
+        if v == int(v) and abs(v) <= 10**7:
+            continue  # a count or a position (positions are checked against the core)
+        if not np.isclose(pool, v, rtol=6e-3, atol=0).any():
+            out.append(v)
+    return out
 
 
 def test_a_yes_no_grid_counts_its_ones_row_by_row():
@@ -222,3 +276,123 @@ def test_points_in_a_plane_are_read_one_by_one():
     assert "hull: 4 points at (across, up) (2, 0), (0, 4), (1, 1), (2, 0)." in text
     curve = go.Figure(go.Scatter(x=[1, 2, 3], y=[5, 1, 2], name="curve"))
     assert "lowest 1 at" in describe(curve, say)  # x only rising: still a curve over x
+
+
+# ---------------------------------------------------------------- what a chart means (issue 51)
+
+from figures.describe import MAX_PANELS, MAX_TRACES, Grid, Said, Values  # noqa: E402
+from figures.style import Chart  # noqa: E402
+
+
+def test_a_signed_grid_names_its_strongest_value_by_size_with_its_sign():
+    z = np.array([[0.5, -2.56, 1.0], [1.89, 0.1, -0.3]], np.float32)
+    text = describe(go.Figure(go.Heatmap(z=z)), say)
+    assert "the strongest (largest in size), -2.56, is at row 0, column 1" in text
+    assert "The largest" not in text
+    assert "0 → 1 (-2.56)" in text and "1 → 0 (1.89)" in text
+
+
+def test_a_yes_no_grid_has_counts_and_no_largest_cell():
+    text = describe(go.Figure(go.Heatmap(z=np.tril(np.ones((6, 6), np.float32)))), say)
+    assert "21 of 36 are 1" in text
+    assert "largest" not in text.lower()
+
+
+def test_a_reversed_y_axis_is_read_downwards():
+    up = go.Figure(go.Scatter(x=[0, 1, 2], y=[3, 1, 2]))
+    down = go.Figure(up.data, layout=dict(yaxis=dict(autorange="reversed")))
+    assert "; up:" in describe(up, say)
+    assert "; down (the first at the top):" in describe(down, say)
+    ranged = go.Figure(up.data, layout=dict(yaxis=dict(range=[5, -0.5])))
+    assert "; down" in describe(ranged, say)
+
+
+def test_a_flat_line_is_a_level_and_a_vertical_line_a_mark():
+    fig = go.Figure(
+        [
+            go.Bar(x=[1, 2, 3], y=[0.5, 0.6, 0.4], name="heads"),
+            go.Scatter(x=[0.5, 3.5], y=[0.208, 0.208], name="the averaged map"),
+            go.Scatter(x=[64, 64], y=[0, 1], name="your setting"),
+        ],
+        layout=dict(xaxis_title="head"),
+    )
+    text = describe(fig, say)
+    assert "the averaged map: a level line at 0.208." in text
+    assert "your setting: a vertical line at head 64." in text
+    assert "lowest 0.208" not in text and "at head 0.5" not in text
+
+
+def test_overlays_and_marks_are_named_for_what_they_are_not_read_as_data():
+    z = np.array([[0.3, np.nan], [0.2, 0.4]], np.float32)
+    grey = np.where(np.isnan(z), 1.0, np.nan).astype(np.float32)
+    fig = go.Figure(
+        [
+            go.Heatmap(z=z, meta=dict(blank="forbidden")),
+            go.Heatmap(z=grey, colorscale=[[0, "#999"], [1, "#999"]], name="forbidden cells"),
+            go.Scatter(
+                x=[1], y=[0], mode="markers", meta=dict(say="marks.forbidden", numbers=dict(n=1))
+            ),
+            go.Scatter(x=[0, 1], y=[0, 1], meta=dict(words="skip")),  # a click layer
+        ]
+    )
+    text = describe(fig, say)
+    assert "1 of 4 cells are forbidden by the mask" in text
+    assert "forbidden cells: 1 of 4 cells are marked." in text
+    assert "An × marks each of the 1 forbidden cells" in text
+    assert "values run from 1 to 1" not in text and "Across" not in text
+
+
+def test_floating_bars_span_from_their_base():
+    fig = go.Figure(go.Bar(y=["float16"], x=[28.4], base=[-17.3], orientation="h"))
+    assert "float16 from -17.3 to 11.1" in describe(fig, say)
+
+
+def test_a_cloud_of_points_is_not_read_as_a_curve():
+    rng = np.random.default_rng(1)
+    x, y = rng.random(40), rng.random(40)
+    text = describe(go.Figure(go.Scatter(x=x, y=y, name="L0H0", mode="markers")), say)
+    assert "40 points scattered across" in text and "lowest" not in text
+    assert f"the highest at across {x[np.argmax(y)]:.3g}" in text
+
+
+def test_every_series_past_the_ones_read_is_named():
+    fig = go.Figure([go.Scatter(x=[0, 1], y=[i, i + 1], name=f"head {i}") for i in range(8)])
+    text = describe(fig, say)
+    assert f"{8 - MAX_TRACES} more, with their numbers in the CSV: head 6, head 7." in text
+
+
+def test_declared_grids_name_every_panel_and_read_values_not_their_log():
+    rng = np.random.default_rng(2)
+    J = rng.random((4, 4)) ** 6  # values over several decades
+    log = np.log10(J)
+    chart = Chart(
+        go.Figure(go.Heatmap(z=log), layout=dict(title="|J|")),
+        "caption",
+        words=(Grid(J, "weight i", "logit j"),),
+    )
+    text = chart.in_words(say)
+    lo, hi = numbers(text.split("values run from ")[1].split(". ")[0])
+    assert lo == pytest.approx(J.min(), rel=5e-3) and hi == pytest.approx(J.max(), rel=5e-3)
+    assert min(numbers(text)) >= 0  # no log10 (all of them negative) reaches the words
+    panels = [
+        Grid(rng.random((3, 3)), "query", "key", name=f"L{i // 4}H{i % 4}") for i in range(12)
+    ]
+    text = describe(go.Figure(), say, panels)
+    for i in range(12):
+        assert f"L{i // 4}H{i % 4}" in text  # every panel named, none dropped
+    assert f"The other {12 - MAX_PANELS}" in text
+
+
+def test_declared_values_and_sentences_are_read_in_order():
+    parts = (
+        Said("dots", down="query", first="query 0", across="value (0 … 1)"),
+        Values("largest weight, by query", range(3), [0.2, 0.9, 0.4]),
+    )
+    text = describe(go.Figure(), say, parts)
+    assert text.index("One dot per query, query 0 at the top") < text.index("1 0.9")
+
+
+def test_a_number_the_chart_does_not_draw_is_caught():
+    spec = go.Figure(go.Bar(x=["a", "b"], y=[0.25, 0.75], name="votes")).to_plotly_json()
+    assert _untied("votes, 2 bars: a 0.25; b 0.75.", spec) == []
+    assert _untied("votes, 2 bars: a 0.25; b 0.76.", spec) == [0.76]
