@@ -396,3 +396,30 @@ def test_a_number_the_chart_does_not_draw_is_caught():
     spec = go.Figure(go.Bar(x=["a", "b"], y=[0.25, 0.75], name="votes")).to_plotly_json()
     assert _untied("votes, 2 bars: a 0.25; b 0.75.", spec) == []
     assert _untied("votes, 2 bars: a 0.25; b 0.76.", spec) == [0.76]
+
+
+def test_a_phone_s_mosaic_says_the_same_words_as_a_desk_s():
+    """The phone lays the heads out in other rows (two panels a row on /multi-head, four
+    heads a row on /model); the words name each head and cell the same way."""
+    import torch
+
+    from figures.model import head_mosaic
+    from figures.multi_head import heads_grid
+
+    w = torch.softmax(torch.randn(8, 6, 6, generator=torch.Generator().manual_seed(3)), -1)
+    tokens = ["the", "cat", "sat", "on", "a", "mat"]
+    desk, phone = heads_grid(w, tokens), heads_grid(w, tokens, columns=2)
+    assert desk.in_words(say) == phone.in_words(say)
+    for i in range(8):
+        head = w[i].numpy()
+        q, k = np.unravel_index(np.argmax(head), head.shape)
+        assert f"head {i + 1}: 6 × 6" in desk.in_words(say)
+        assert (
+            f"is at query (attending) {tokens[q]}, key (attended to) {tokens[k]}"
+            in (desk.in_words(say).split(f"head {i + 1}: ")[1])
+        )
+    maps = torch.softmax(torch.randn(2, 12, 6, 6, generator=torch.Generator().manual_seed(4)), -1)
+    desk, phone = head_mosaic(maps, (1, 5), tokens=tokens), head_mosaic(maps, (1, 5), per_row=4,
+                                                                        tokens=tokens)  # fmt: skip
+    assert desk.in_words(say) == phone.in_words(say)
+    assert "L1H11" in desk.in_words(say)  # every head named, the last one too
