@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .describe import Said, Values, num
 from .parts import BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILION, hline, sci
 from .style import NUM_FMT, OKABE_ITO, Chart, heatmap, line_layout, to_numpy
 
@@ -45,7 +46,17 @@ def shuffle_chart(moves: Mapping[str, np.ndarray]) -> Chart:
     layout["margin"] = dict(l=10, r=10, t=50, b=90)
     fig.update_layout(**layout)
     fig.update_yaxes(type="log", exponentformat="power")
-    return Chart(fig, _shuffle_caption(moves))
+    # in words, the moves themselves: a move of exactly 0 is drawn at FLOOR, and said as 0
+    across = "token (its place before the shuffle)"
+    words = [Said("axes", x=across, y="max |change| of its output (log axis)", up="up")]
+    for name, move in moves.items():
+        m = to_numpy(move).astype(float)
+        lo, hi = int(np.argmin(m)), int(np.argmax(m))
+        words.append(
+            Said("line", name=name, n=m.size, x=across, x0=0, x1=m.size - 1, lo=num(m[lo]),
+                 at_lo=lo, hi=num(m[hi]), at_hi=hi, last=num(m[-1]))  # fmt: skip
+        )
+    return Chart(fig, _shuffle_caption(moves), words=tuple(words))
 
 
 def _shuffle_caption(moves: Mapping[str, np.ndarray]) -> str:
@@ -176,7 +187,18 @@ def rope_pair_chart(xy: np.ndarray, pair: int, omega: float) -> Chart:
         f"Over {T} positions this pair turns {turns:.3g} times around; a higher pair index "
         "turns more slowly."
     )
-    return Chart(fig, caption)
+    r = np.hypot(xy[:, 0], xy[:, 1]).astype(float)  # each arrow's length
+    angle = np.degrees(np.arctan2(xy[:, 1], xy[:, 0])).astype(float)
+    length = (
+        num(r[0])
+        if np.ptp(r) < 1e-6 * max(float(r.max()), 1.0)
+        else f"{num(r.min())}–{num(r.max())}"
+    )
+    words = (
+        Said("rope.pair", n=T, length=length, step=num(np.degrees(omega)), turns=num(turns)),
+        Values("position → angle in degrees", range(T), angle),
+    )
+    return Chart(fig, caption, words=words)
 
 
 def rope_spectrum_chart(omega: np.ndarray, base: float, T: int) -> Chart:
@@ -256,13 +278,23 @@ def alibi_reach_chart(w: np.ndarray, slopes: np.ndarray, spans: Sequence[int]) -
     layout["legend"] = dict(orientation="v", y=1, yanchor="top", x=1.02, xanchor="left")
     layout["margin"] = dict(l=10, r=10, t=50, b=10)
     fig.update_layout(**layout)
-    spread = (
-        f"Head 0 needs its nearest {spans[0]} keys (its own included) to hold 90 % of the "
-        f"weight, head {h - 1} its nearest {spans[-1]}: steep heads read the last few tokens, "
-        "gentle ones far back."
-        if h > 1
-        else f"The nearest {spans[0]} keys (its own included) hold 90 % of the weight."
-    )
+    steep, gentle = int(np.argmax(slopes)), int(np.argmin(slopes))  # not head 0 and h − 1
+    if h == 1:
+        spread = f"The nearest {spans[0]} keys (its own included) hold 90 % of the weight."
+    elif spans[steep] < spans[gentle]:
+        spread = (
+            f"The steepest head, head {steep} (slope {slopes[steep]:.3g}), needs its nearest "
+            f"{spans[steep]} keys (its own included) to hold 90 % of the weight; the gentlest, "
+            f"head {gentle} (slope {slopes[gentle]:.3g}), its nearest {spans[gentle]}: steep "
+            "heads read the last few tokens, gentle ones far back."
+        )
+    else:  # a row too short for any slope to narrow: every head needs as many keys
+        spread = (
+            f"Every head, from the steepest (head {steep}, slope {slopes[steep]:.3g}) to the "
+            f"gentlest (head {gentle}, slope {slopes[gentle]:.3g}), needs its nearest "
+            f"{spans[steep]} keys (its own included) to hold 90 % of the weight: at T = {T} "
+            "no slope here narrows the row more than another."
+        )
     caption = f"Every content score equal: the penalty −slope·Δ alone shapes the row. {spread}"
     return Chart(fig, caption)
 

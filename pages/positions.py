@@ -368,25 +368,60 @@ def _listed(table: dict, kinds: list[str], T: int) -> str:
     return _and([f"{names[k]} ({table[k][T]:.0%})" for k in kinds])
 
 
-def verdict(table: dict[str, dict[int, float]], task: core.CopyTask) -> str:
-    """The measured verdict, worded from the table."""
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
+NOISE_SE = 2.0  # two accuracies closer than this many standard errors are "about as many"
+
+
+def same_within_noise(a: float, b: float, n: int) -> bool:
+    """Two shares right, each over n answers, closer than NOISE_SE standard errors."""
+    se = np.sqrt((a * (1 - a) + b * (1 - b)) / n)
+    return abs(a - b) < NOISE_SE * max(float(se), 1 / n)
+
+
+def ranking(table: dict[str, dict[int, float]], fit: list[str], T4: int) -> str:
+    """Beyond the training length, the ones that learned the task ranked among themselves
+    (all of them when none did), and the others' shares named as not ranked."""
     names = W.choices("longer.names")
-    T0, T4 = task.T_train, max(task.lengths)
-    fit = [k for k in table if table[k][T0] >= 0.9]
-    unfit = [k for k in table if k not in fit]
     ranked = fit or list(table)  # only the ones that learned are ranked beyond the length
     best = max(ranked, key=lambda k: table[k][T4])
     worst = min(ranked, key=lambda k: table[k][T4])
+    said = dict(T_4x=T4, best=names[best], best_acc=table[best][T4])
+    if not fit:
+        return W("longer.rank.none", **said, worst=names[worst], worst_acc=table[worst][T4])
+    if len(fit) == 1:
+        out = W("longer.rank.one", **said)
+    else:
+        n = NUMBER_WORDS.get(len(fit), str(len(fit)))
+        out = W("longer.rank.learned", **said, n=n, worst=names[worst], worst_acc=table[worst][T4])
+    if others := [k for k in table if k not in fit]:
+        listed = _and([W("longer.at", name=names[k], acc=table[k][T4]) for k in others])
+        out += " " + W("longer.unranked." + ("one" if len(others) == 1 else "many"), others=listed)
+    return out
+
+
+def alibi_note(table: dict[str, dict[int, float]], task: core.CopyTask) -> str:
+    """ALiBi did not learn the task: what it got at the training length, against no position."""
+    T0 = task.T_train
+    alibi, none, n = table["alibi"][T0], table["none"][T0], core.copy_answers(task, T0)
+    kind = "same" if same_within_noise(alibi, none, n) else "more" if alibi > none else "fewer"
+    against = W(f"longer.against.{kind}", none_acc=none, **({"n": n} if kind == "same" else {}))
+    return W("longer.alibi_note", alibi_acc=alibi, against=against, offset=task.offset)
+
+
+def verdict(table: dict[str, dict[int, float]], task: core.CopyTask) -> str:
+    """The measured verdict, worded from the table."""
+    T0, T4 = task.T_train, max(task.lengths)
+    fit = [k for k in table if table[k][T0] >= 0.9]
+    unfit = [k for k in table if k not in fit]
     notes = []
     if "none" in table and table["none"][T0] > 1.5 * task.chance:
         notes.append(W("longer.none_note", none_acc=table["none"][T0], chance=task.chance))
-    if "alibi" in unfit:
-        notes.append(W("longer.alibi_note", offset=task.offset))
+    if "alibi" in unfit and "none" in table:
+        notes.append(alibi_note(table, task))
     return W(
         "longer.verdict",
         fit=_listed(table, fit, T0) or "none of them", unfit=_listed(table, unfit, T0) or "none",
-        T_4x=T4, best=names[best], best_acc=table[best][T4], worst=names[worst],
-        worst_acc=table[worst][T4], notes=" ".join(notes),
+        ranking=ranking(table, fit, T4), notes=" ".join(notes),
     )  # fmt: skip
 
 

@@ -697,10 +697,12 @@ class RelationScore:
         """The guess with the highest accuracy (the earlier in GUESSES on a tie)."""
         return max(self.guesses, key=lambda g: (g.accuracy, -GUESSES.index(g.name)))
 
-    def against(self, guess: Guess) -> tuple[int, int]:
-        """(pairs the best head finds and `guess` misses, pairs `guess` finds and it misses)."""
-        head = self.hits[:, self.best[0], self.best[1]]
-        return int((head & ~guess.hits).sum()), int((guess.hits & ~head).sum())
+    def against(self, guess: Guess, head: tuple[int, int] | None = None) -> tuple[int, int]:
+        """(pairs the head finds and `guess` misses, pairs `guess` finds and it misses), for
+        `head` (layer, head), or the best head when None."""
+        layer, h = self.best if head is None else head
+        found = self.hits[:, layer, h]
+        return int((found & ~guess.hits).sum()), int((guess.hits & ~found).sum())
 
 
 def _marked(s: dict, kind: str, own: str) -> list[int]:

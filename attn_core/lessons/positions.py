@@ -345,7 +345,15 @@ def copy_batch(task: CopyTask, T: int, g: torch.Generator) -> torch.Tensor:
     return torch.randint(task.vocab, (task.batch, T), generator=g)  # (B, T)
 
 
-def copy_accuracy(model: PositionModel, task: CopyTask, T: int, n: int = 8) -> float:
+EVAL_BATCHES = 8  # fresh batches copy_accuracy scores at each length
+
+
+def copy_answers(task: CopyTask, T: int, n: int = EVAL_BATCHES) -> int:
+    """How many answers copy_accuracy scores at length T: n batches × the answerable places."""
+    return n * task.batch * (T - task.offset)
+
+
+def copy_accuracy(model: PositionModel, task: CopyTask, T: int, n: int = EVAL_BATCHES) -> float:
     """Share of the answerable positions (t ≥ offset) right, over n fresh batches of length T."""
     g = torch.Generator().manual_seed(99_000 + T)
     right = total = 0

@@ -127,7 +127,7 @@ def test_with_two_tokens_symmetric_alibi_stays_at_rounding_rope_and_causal_alibi
 
 
 # ----------------------------------------------------------------------------- 3. the 90 % span
-@pytest.mark.parametrize(("h", "T"), [(1, 2), (1, 48), (3, 16), (8, 16), (8, 48), (16, 48)])
+@pytest.mark.parametrize(("h", "T"), [(1, 2), (1, 48), (3, 4), (3, 16), (8, 16), (8, 48), (16, 48)])
 def test_the_span_is_the_number_of_keys_that_hold_90_percent(h, T):
     w, spans = core.alibi_reach(h, T)
     for i, slope in enumerate(core.alibi_slopes(h).tolist()):
@@ -137,7 +137,18 @@ def test_the_span_is_the_number_of_keys_that_hold_90_percent(h, T):
         assert spans[i] == need, (h, T, i)
         assert cum[need - 1] >= 0.9 and (need == 1 or cum[need - 2] < 0.9)
     chart = fp.alibi_reach_chart(w.numpy(), core.alibi_slopes(h).numpy(), spans)
-    assert f"nearest {spans[0]} keys (its own included)" in chart.caption
+    sl = core.alibi_slopes(h).numpy()
+    steep, gentle = int(np.argmax(sl)), int(np.argmin(sl))  # the extremes, not 0 and h − 1
+    if h == 1:
+        assert f"nearest {spans[0]} keys (its own included)" in chart.caption
+    elif spans[steep] < spans[gentle]:
+        assert (f"steepest head, head {steep} (slope {sl[steep]:.3g}), needs its nearest "
+                f"{spans[steep]} keys") in chart.caption  # fmt: skip
+        gentlest = f"gentlest, head {gentle} (slope {sl[gentle]:.3g}), its nearest {spans[gentle]}:"
+        assert gentlest in chart.caption
+    else:  # every head needs as many keys: the caption says so, not "steep reads nearer"
+        assert len(set(spans)) == 1 and f"needs its nearest {spans[0]} keys" in chart.caption
+        assert "steep heads read the last few tokens" not in chart.caption
 
 
 def _head0_span(h: int, T: int) -> int:
@@ -201,7 +212,9 @@ def test_head_0_of_eight_needs_five_keys_at_the_default_length():
     caption = " ".join(c.value for c in at.caption)
     w = np.exp(-0.5 * np.arange(16))
     need = int(np.argmax(np.cumsum(w / w.sum()) >= 0.9)) + 1
-    assert need == 5 and f"Head 0 needs its nearest {need} keys" in caption
+    assert (
+        need == 5 and f"steepest head, head 0 (slope 0.5), needs its nearest {need} keys" in caption
+    )
 
 
 # ----------------------------------------------------------------------------- 4. unseen lengths
