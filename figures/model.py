@@ -200,18 +200,18 @@ def head_mosaic(
         + "Tiles with a bright line just below or above the diagonal follow the previous "
         "or next token; a bright first or last column is a sink that many tokens dump weight on."
     )
-    labels = _tokens(tokens) if tokens is not None else None  # the words name the tokens
-    words = tuple(
+    alt = "Grid of attention maps, one per layer and head"
+    return Chart(fig, caption, alt=alt, table=table, words=_mosaic_words(w, tokens))
+
+
+def _mosaic_words(w: np.ndarray, tokens: Sequence[str] | None) -> tuple:
+    """Every head's map in words, named by its head and its tokens, whatever the layout."""
+    labels = _tokens(tokens) if tokens is not None else None
+    L, H = w.shape[:2]
+    return tuple(
         Grid(w[l, h], "query", "key", labels, labels, name=head_name(l, h))
         for l in range(L)
         for h in range(H)
-    )
-    return Chart(
-        fig,
-        caption,
-        alt="Grid of attention maps, one per layer and head",
-        table=table,
-        words=words,
     )
 
 
@@ -269,7 +269,9 @@ def head_map(weights: Any, tokens: Sequence[str], layer: int, head: int, special
             else ""
         )
     )
-    return Chart(fig, caption.strip())
+    # in words, every row and column by its token (the axes name every other one past 32)
+    words = (Grid(w, "query (attending)", "key (attended to)", labels, labels),)
+    return Chart(fig, caption.strip(), words=words)
 
 
 # ------------------------------------------------------------------------------ roles
@@ -325,18 +327,18 @@ def role_maps(roles: dict[str, Any]) -> Chart:
         "entropy as a share of the most it could be, 1 = uniform). The strongest head per "
         f"role: {said}."
     )
-    words = tuple(
-        Grid(
-            g,
-            "layer",
-            "head",
-            [f"L{l}" for l in range(L)],
-            [f"H{h}" for h in range(H)],
-            name=ROLE_NAMES[r],
-        )
+    words = _role_words(names, grids)
+    return Chart(fig, caption, alt="Six layer-by-head grids, one per role", words=words)
+
+
+def _role_words(names: list[str], grids: list[np.ndarray]) -> tuple:
+    """One layers × heads grid per role, named by the role (the role blocks of one mosaic)."""
+    L, H = grids[0].shape
+    rows, cols = [f"L{l}" for l in range(L)], [f"H{h}" for h in range(H)]
+    return tuple(
+        Grid(g, "layer", "head", rows, cols, name=ROLE_NAMES[r])
         for r, g in zip(names, grids, strict=True)
     )
-    return Chart(fig, caption, alt="Six layer-by-head grids, one per role", words=words)
 
 
 GUESS_NAMES = {
@@ -472,7 +474,12 @@ def weights_and_contributions(
             else ""
         )
     )
-    return Chart(fig, caption.strip())
+    # in words, the two maps named for what each holds (both share the query and key axes)
+    words = (
+        Grid(w, "query", "key", labels, labels, name="weight α_ij (left)"),
+        Grid(share, "query", "key", labels, labels, name="share of ‖α_ij v_j W_O‖ (right)"),
+    )
+    return Chart(fig, caption.strip(), words=words)
 
 
 # ------------------------------------------------------------------------------ knobs
