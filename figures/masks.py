@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import weights_heatmap
-from .describe import Said
+from .describe import Grid, Said, plain
 from .parts import BLUE, GREEN, ORANGE, SKY, VERMILION, fmt_value
 from .style import NUM_FMT, Chart, base_layout, heatmap, line_layout, to_numpy
 
@@ -122,9 +122,9 @@ def mask_chart(
     fig.update_xaxes(range=[-0.5, T_k - 0.5])
     fig.update_yaxes(range=[T_q - 0.5, -0.5])
     allowed = keep.sum(1)
+    # every row's count (at most 48 rows): none dropped behind a "…"
     words = [Said("mask", allowed=int(allowed.sum()), total=keep.size, down=y_title,
-                  counts="; ".join(f"{i}: {int(n)}" for i, n in enumerate(allowed[:32]))
-                  + ("" if T_q <= 32 else " …"))]  # fmt: skip
+                  counts="; ".join(f"{i}: {int(n)}" for i, n in enumerate(allowed)))]  # fmt: skip
     if (allowed == 0).any():
         words.append(Said("mask.empty", n=int((allowed == 0).sum()), down=y_title))
     return Chart(fig, caption, words=tuple(words))
@@ -214,9 +214,7 @@ def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, heig
     allowed = np.abs(z[keep & np.isfinite(z)])
     numbers = room and (allowed.size == 0 or allowed.max() < 100)
     fig.update_traces(texttemplate="%{z:.1~f}" if numbers else None, textfont_size=11)
-    fig.data[0].meta = dict(blank="forbidden")
     small = room and all(len(t) <= 5 for t in values[~keep])
-    held = sorted(set(values[~keep].tolist()))
     _overlay(
         fig,
         ~keep,
@@ -224,7 +222,7 @@ def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, heig
         customdata=values,
         hover="query %{y}<br>key %{x}<br>forbidden: logit = %{customdata}<extra></extra>",
         color=BLOCKED,
-        words=dict(say="forbidden.fill", numbers=dict(fill=", ".join(held[:4]))),
+        words=dict(words="skip"),  # the chart's declared words say what these cells hold
     )
     n_inf = int(np.isneginf(z[~keep]).sum())
     caption = (
@@ -237,7 +235,35 @@ def logits_chart(logits: Any, keep: Any, *, stored_fill: float, dtype: str, heig
             "but not zero unless the gap is large. "
         )
     )
-    return Chart(fig, caption)
+    return Chart(fig, caption, words=_logits_words(z, keep, dtype))
+
+
+def _held(values: np.ndarray) -> str:
+    """What the forbidden cells hold: each distinct value (up to 4, in order), else their
+    range, "lowest … highest" (a large finite fill plus the scores: many values); then NaN
+    where a fill met a score already +inf (−inf + inf)."""
+    nan = np.isnan(values)
+    held = sorted({fmt_value(float(x)): float(x) for x in values[~nan]}.items(),
+                  key=lambda kv: kv[1])  # fmt: skip
+    said = [t for t, _ in held] if len(held) <= 4 else [f"{held[0][0]} … {held[-1][0]}"]
+    return ", ".join(said + (["NaN"] if nan.any() else []))
+
+
+def _logits_words(z: np.ndarray, keep: np.ndarray, dtype: str) -> tuple:
+    """The masked logits in words: the allowed logits as a grid (forbidden cells blank),
+    what the forbidden cells hold, and any allowed score already ±inf in this precision
+    (drawn blank too: counted apart, never as forbidden)."""
+    over = keep & np.isinf(z)  # scores that overflowed before any mask
+    blank = "blank" if over.any() else "forbidden"
+    words: list = [Grid(np.where(keep, z, np.nan), "query (attending)", "key (attended to)",
+                        blank=blank)]  # fmt: skip
+    if (~keep).any():
+        words.append(Said("forbidden.fill", fill=_held(z[~keep])))
+    if over.any():
+        words.append(Said("overflow.cells", n=int(over.sum()), dtype=dtype,
+                          pos=int(np.isposinf(z[over]).sum()), neg=int(np.isneginf(z[over]).sum()),
+                          forbidden=int((~keep).sum())))  # fmt: skip
+    return tuple(words)
 
 
 def weights_chart(
@@ -292,10 +318,12 @@ VERDICT_NAMES = {
 
 
 def _fill_cells(outcomes: Sequence[Any], fills: list, dtypes: list):
-    """(verdict codes, cell words) of the fill × precision grid."""
+    """(verdict codes, cell words as drawn, the same as plain words) of the fill × precision
+    grid."""
     codes = list(VERDICT_COLORS)
     z = np.zeros((len(fills), len(dtypes)), dtype=np.float32)
     text = np.empty(z.shape, dtype=object)
+    said = np.empty(z.shape, dtype=object)
     for o in outcomes:
         i, j = fills.index(o.fill), dtypes.index(o.dtype)
         z[i, j] = codes.index(o.verdict)
@@ -306,7 +334,8 @@ def _fill_cells(outcomes: Sequence[Any], fills: list, dtypes: list):
             "nan": f"NaN in {o.nan_rows} row{'s' * (o.nan_rows != 1)}",
         }[o.verdict]
         text[i, j] = f"{detail}<br>stored {fmt_value(o.stored)}"
-    return z, text
+        said[i, j] = f"{plain(detail)} (stored {fmt_value(o.stored)})"
+    return z, text, said
 
 
 def _verdict_key() -> list[go.Scatter]:
@@ -334,7 +363,7 @@ def fill_grid(
     """Every fill × every precision for the current mask and logit size, one word per cell."""
     fills = list(dict.fromkeys(o.fill for o in outcomes))
     dtypes = list(dict.fromkeys(o.dtype for o in outcomes))
-    z, text = _fill_cells(outcomes, fills, dtypes)
+    z, text, said = _fill_cells(outcomes, fills, dtypes)
     n = len(VERDICT_COLORS)
     fig = go.Figure(
         go.Heatmap(
@@ -364,15 +393,23 @@ def fill_grid(
     )
     layout["xaxis"].update(tickmode="array", tickvals=list(range(len(dtypes))), ticktext=dtypes)
     fig.update_layout(**layout)
+    # the verdicts are categories (colours), not values: each cell said in its own words
+    cells = "; ".join(
+        f"{(fill_labels or {}).get(f, f)}: "
+        + ", ".join(f"{d} {said[i, j]}" for j, d in enumerate(dtypes))
+        for i, f in enumerate(fills)
+    )
+    words = [Said("fill.grid", cells=cells)]
     if fill in fills and dtype in dtypes:
         fig.add_shape(**_frame(fills.index(fill), dtypes.index(dtype)))
+        words.append(Said("fill.choice", fill=fill, dtype=dtype))
     caption = (
         "The same mask and logits through a plain softmax, for every fill and precision; the "
         "black frame is your current choice; the key below the grid names the colours (sky "
         "blue: a row with no allowed key spreads its weight over forbidden keys). "
         + fill_summary(outcomes)
     )
-    return Chart(fig, caption)
+    return Chart(fig, caption, words=tuple(words))
 
 
 def _fill_name(fill: str) -> str:
@@ -470,15 +507,11 @@ def broadcast_masks(
     code = np.where(right & ~wrong, 3, code).astype(np.float32)
     colors = [BLOCKED, ALLOWED, WRONG_OPEN, WRONG_SHUT]
     words = ["blocked", "allowed", "reads padding", "misses a real key"]
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        horizontal_spacing=0.14,
-        subplot_titles=(
-            f"(B, 1, 1, T_k): example {example} (length {lengths[example]})",
-            "(B, T_k) as is: row i gets example i's padding",
-        ),
+    titles = (
+        f"(B, 1, 1, T_k): example {example} (length {lengths[example]})",
+        "(B, T_k) as is: row i gets example i's padding",
     )
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.14, subplot_titles=titles)
     for col, z in ((1, right.astype(np.float32)), (2, code)):
         fig.add_trace(
             go.Heatmap(
@@ -514,7 +547,24 @@ def broadcast_masks(
         "Vermillion cells let a query read padding; orange cells hide a real key. Rows whose "
         f"source example has the same length as example {example} come out right by luck."
     )
-    return Chart(fig, caption)
+    return Chart(fig, caption, words=_broadcast_words(right, code, titles, row_source, lengths))
+
+
+def _broadcast_words(right, code, titles, row_source, lengths) -> tuple:
+    """Both panels by name, their cells counted by kind (the colours are categories, not
+    values), and each query row of the right one with the example whose padding it gets."""
+    per_row = [(code == c).sum(1) for c in (2, 3)]  # (T_q,) reads padding, misses a key
+    rows = "; ".join(
+        f"{i} ← {s} ({lengths[s]}): {int(per_row[0][i])}, {int(per_row[1][i])}"
+        for i, s in enumerate(row_source)
+    )
+    return (
+        Said("broadcast.right", name=plain(titles[0]), allowed=int(right.sum()),
+             total=right.size, length=int(right.sum(1).max()), keys=right.shape[1]),
+        Said("broadcast.wrong", name=plain(titles[1]), ok=int((code == 1).sum()),
+             open=int((code == 2).sum()), shut=int((code == 3).sum()),
+             blocked=int((code == 0).sum()), rows=rows),
+    )  # fmt: skip
 
 
 def broadcast_diff(diff: Any) -> Chart:
@@ -576,6 +626,7 @@ def causal_cost_chart(cost: Any) -> Chart:
             marker_color=[GREEN, ORANGE],
             text=[f"{m:.3g} ms" for m in ms],
             textposition="outside",
+            name="median time per call (ms)",
             hovertemplate="%{x}<br>%{y:.3g} ms per call<extra></extra>",
         )
     )

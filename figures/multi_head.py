@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from .describe import Grid
+from .describe import Grid, num
 from .parts import vline
 from .style import (
     NUM_FMT,
@@ -285,10 +285,10 @@ def heads_grid(
         **_mosaic_axes(m, tokens),
     )
     labels = _labels(tokens) if tokens is not None else [str(i + 1) for i in range(T)]
+    average = f"the average of the {h} heads" if h > 1 else "the average of the one head"
     words = tuple(
         Grid(z, Y_QUERY, X_KEY, labels, labels, name=name)
-        for z, name in [(w.mean(0), f"the average of the {h} heads")]
-        + [(w[i], f"head {i + 1}") for i in range(h)]
+        for z, name in [(w.mean(0), average)] + [(w[i], f"head {i + 1}") for i in range(h)]
     )
     return Chart(fig, _grid_caption(w), words=words)
 
@@ -308,8 +308,9 @@ def focus_bars(focus: Any, avg_focus: float, T: int) -> Chart:
     )
     ends = [0.5, h + 0.5]
     for y, name, style in (
-        (avg_focus, f"the averaged map: {avg_focus:.2f}", dict(color=OKABE_ITO[3], dash="dash")),
-        (1.0 / T, f"uniform, 1/T = {1.0 / T:.2f}", dict(color="#555", dash="dot")),
+        # 3 significant digits, as the words read the line (1/64 is 0.0156, not 0.02)
+        (avg_focus, f"the averaged map: {avg_focus:.3g}", dict(color=OKABE_ITO[3], dash="dash")),
+        (1.0 / T, f"uniform, 1/T = {1.0 / T:.3g}", dict(color="#555", dash="dot")),
     ):
         fig.add_trace(
             go.Scatter(x=ends, y=[y, y], mode="lines", line=dict(width=3, **style), name=name)
@@ -394,7 +395,10 @@ def concat_heatmap(concat: Any, tokens: list[str], h: int, head: int) -> Chart:
     fig.update_xaxes(tickmode="auto")
     # each column named by its head's slice, as the lines on the chart show it
     slices = [f"head {j // d_k + 1} · component {j % d_k}" for j in range(d_model)]
-    words = (Grid(z, "token", "column", _labels(tokens), slices),)
+    # rows named as the axis names them (and as the head's output map beside it does):
+    # the tokens while they are ticked, else positions 0…T-1
+    rows = _row_labels(tokens) or list(range(T))
+    words = (Grid(z, "token", "column", rows, slices),)
     caption = (
         f"The {h} head outputs side by side, {d_k} columns each (thin lines mark the slices). "
         f"The pink box is head {head}, the map on the left. Nothing is mixed yet: only W_o, "
@@ -423,6 +427,15 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
             line=dict(color="#999", width=6),
             name="every output one head can make",
             hoverinfo="skip",
+            # a segment, every point of it reachable: not two points
+            meta=dict(
+                say="segment",
+                numbers=dict(
+                    name="every output one head can make",
+                    a=f"({num(v_cat[0])}, {num(v_cat[1])})",
+                    b=f"({num(v_tired[0])}, {num(v_tired[1])})",
+                ),
+            ),
         )
     )
     fig.add_trace(
@@ -434,6 +447,15 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
             text=[f"v_cat = {vec(v_cat)}", f"v_tired = {vec(v_tired)}"],
             textposition=["middle right", "top center"],
             name="value vectors",
+            meta=dict(
+                say="points",
+                numbers=dict(  # each named: which one is cat's
+                    name="value vectors",
+                    n=2,
+                    points=f"v_cat ({num(v_cat[0])}, {num(v_cat[1])}), "
+                    f"v_tired ({num(v_tired[0])}, {num(v_tired[1])})",
+                ),
+            ),
         )
     )
     fig.add_trace(
@@ -480,6 +502,7 @@ def tired_cat_concat(out: Any, a1: float, a2: float, apart: Any) -> Chart:
             text=[f"{v:.3g}" for v in y],
             textposition="outside",
             hovertemplate="%{x}: %{y:.3~g}<extra></extra>",
+            name="the concatenation",  # what its words call the four bars
         )
     )
     fig.update_layout(
@@ -524,6 +547,7 @@ def diversity_heatmap(js: Any) -> Chart:
         show_values=h <= 4,  # per-cell text doubles what the browser redraws; hover has it
         height=420,
     )
+    fig.data[0].meta = dict(blank="self")  # the blank diagonal, named for what it is
     if h > 16:
         fig.update_xaxes(tickmode="auto")
         fig.update_yaxes(tickmode="auto")

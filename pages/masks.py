@@ -12,7 +12,6 @@ from attn_core import DTYPES
 from attn_core.lessons import masks as core
 from figures import masks as fig
 from figures.parts import fmt_value
-from ui.chrome import PLOTLY_CONFIG
 
 FILE = "pages/masks.py"
 W = ui.Words("masks")
@@ -156,10 +155,11 @@ def mask_chart(spec: MaskSpec, example: int):
     keep = spec.build()  # (B, T, T)
     keep = keep[min(example, keep.shape[0] - 1)].numpy()
     who = f" — example {example}" if spec.kind == "padding" else ""
+    click = " " + W("caption.click") if spec.kind == "custom" else ""
     return fig.mask_chart(
         keep,
         title=f"Mask: {spec.kind}{who}",
-        caption=W(f"caption.{spec.kind}"),
+        caption=W(f"caption.{spec.kind}") + click,
         clickable=spec.kind == "custom",
     )
 
@@ -444,14 +444,8 @@ def mask_step(s: Settings) -> None:
         if s.kind == "custom":  # a fresh key per mask: the new chart starts unselected
             key = f"grid_{s.T}_{zlib.crc32(s.custom.encode())}"
             on_select = partial(flip_cell, key, s.T)
-            st.plotly_chart(
-                mask.fig,
-                key=key,
-                on_select=on_select,
-                selection_mode="points",
-                config=PLOTLY_CONFIG,
-            )
-            st.caption(mask.caption + " " + W("caption.click"))
+            # ui.show: its words too, like every chart (they were missing here)
+            ui.show(mask, key=key, on_select=on_select, selection_mode="points")
         else:
             ui.show(mask)
     with right:
