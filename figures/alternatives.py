@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .describe import Grid, Said
+from .describe import Grid, Said, Values, num
 from .parts import (
     BLACK,
     BLUE,
@@ -204,11 +204,15 @@ def _line(x, y, name: str, line: dict, hover: str, **kw) -> dict:
 
 
 def cosine_entropy_chart(
-    taus: Sequence[float], entropies: Sequence[float], scaled_entropy: float, T: int, tau: float
-) -> Chart:
-    """Mean row entropy of cosine attention against τ, with uniform and scaled-dot references."""
+    taus: Sequence[float], entropies: Sequence[float], scaled_entropy: float, T: int, tau: float,
+    here: float | None = None,
+) -> Chart:  # fmt: skip
+    """Mean row entropy of cosine attention against τ, with uniform and scaled-dot references.
+    `here` is the entropy at the slider's τ, computed (the page passes it); without it, read
+    off the curve (exact only where τ is one of `taus`)."""
     taus, ent = _np(taus), _np(entropies)
-    here = float(np.interp(math.log(tau), np.log(taus), ent))
+    if here is None:
+        here = float(np.interp(math.log(tau), np.log(taus), ent))
     hover = f"τ %{{x:{NUM_FMT}}}<br>entropy %{{y:.3f}} nats<extra></extra>"
     traces = [
         _line(taus, ent, "cosine / τ", dict(color=BLUE, width=3), hover, mode="lines"),
@@ -316,8 +320,9 @@ def memory_chart(Ts: Sequence[int], nbytes: Sequence[int], budget: int) -> Chart
     """Size of additive's T×T×d intermediate against T, with the page's memory cap."""
     Ts, nbytes = list(Ts), [int(b) for b in nbytes]
     mib = [b / 2**20 for b in nbytes]
+    what = "additive's intermediate in MiB, by T"
     bar = dict(
-        type="bar", x=[str(t) for t in Ts], y=mib,
+        type="bar", x=[str(t) for t in Ts], y=mib, name=what,
         marker=dict(color=[GREEN if b <= budget else VERMILION for b in nbytes]),
         text=[format_bytes(b) for b in nbytes], textposition="outside",
         hovertemplate="T %{x}<br>%{text}<extra></extra>",
@@ -340,6 +345,14 @@ def memory_chart(Ts: Sequence[int], nbytes: Sequence[int], budget: int) -> Chart
         "Doubling T quadruples it: 4·T²·d bytes, per head and per layer, before any gradient "
         "is stored. The dot product needs only the T×T scores, d = 64 times less. Red bars "
         "are over this page's cap and are not timed.",
+        words=(  # the bars, and the cap drawn as a line (a shape, which the reader skips)
+            Values(what, Ts, mib),
+            Said(
+                "level",
+                name=f"the page's cap, {format_bytes(budget)} (bars above it are not timed)",
+                y=num(budget / 2**20),
+            ),
+        ),
     )
 
 

@@ -34,7 +34,7 @@ from attn_core.lessons.cost import (
     probs_bytes_against_T,
 )
 
-from .describe import num
+from .describe import MAX_BARS, Grid, Said, Values, num
 from .parts import (
     BLACK,
     BLUE,
@@ -109,6 +109,13 @@ def _hline(y: float, text: str, *, log: bool, right: bool = False) -> tuple[dict
     return hline(y, color=BLACK, dash="solid"), note
 
 
+def _marks(name: str, *values: tuple[str, float]) -> dict:
+    """A trace's `meta` that reads its marks as named values (a circle and a diamond at one
+    T are two values, not a level line or a vertical line)."""
+    items = "; ".join(f"{label} {num(v)}" for label, v in values)
+    return dict(say="values", numbers=dict(name=name, n=len(values), items=items))
+
+
 # ------------------------------------------------------------------------------ 1. compute
 
 
@@ -139,7 +146,9 @@ def flops_chart(d_model: int, T: int) -> Chart:
              line=dict(color=ORANGE, width=3, dash="dash"), hovertemplate=hover),
         dict(type="scatter", x=[T, T], y=[p, a], mode="markers", name=f"your T = {T:,}",
              marker=dict(color=BLACK, size=12, symbol=["circle", "diamond"]),
-             hovertemplate="T = %{x:,}<br>%{y:.3~s} MACs<extra></extra>"),
+             hovertemplate="T = %{x:,}<br>%{y:.3~s} MACs<extra></extra>",
+             meta=_marks(f"your T = {T:,}, multiply–adds", ("projections", p),
+                         ("attention", a))),
     ]  # fmt: skip
     shape, note = _vline(cross, f"crossover T = 2·d = {cross:,}", GREY)
     layout = line_layout(
@@ -190,7 +199,9 @@ def probs_memory_chart(
              customdata=[format_bytes(b) for b in per], hovertemplate=hover),
         dict(type="scatter", x=[T, T], y=[mine, mine1], mode="markers", name=f"your T = {T:,}",
              marker=dict(color=BLACK, size=12, symbol=["circle", "diamond"]),
-             customdata=[format_bytes(mine), format_bytes(mine1)], hovertemplate=hover),
+             customdata=[format_bytes(mine), format_bytes(mine1)], hovertemplate=hover,
+             meta=_marks(f"your T = {T:,}, bytes", (f"all {layers} layers", mine),
+                         ("one layer", mine1))),
     ]  # fmt: skip
     lo, hi = float(min(per.min(), gpu)), float(max(total.max(), gpu))
     oom = dict(
@@ -202,7 +213,7 @@ def probs_memory_chart(
         f"Stored attention probabilities: batch {batch} × {heads} heads × T² × "
         f"{_bytes_per(dtype)} bytes",
         "sequence length T (tokens, log scale)",
-        "memory (log scale)",
+        "memory in bytes (log scale)",
         height=420,
         shapes=[oom, line],
         annotations=[note],
@@ -243,6 +254,7 @@ def kv_cache_chart(
     scale = 1024**unit_i
     data = [
         dict(type="bar", x=[k for k, _, _ in kinds], y=[v / scale for v in vals],
+             name=f"K and V cache in {unit}",
              marker=dict(color=[c for _, _, c in kinds]), cliponaxis=False,
              text=[format_bytes(v) for v in vals], textposition="outside",
              hovertemplate="%{x}<br>%{text}<extra></extra>"),
@@ -308,7 +320,10 @@ def _sweep_traces(series: dict, slopes: dict[str, float], what: str) -> tuple[li
 
 def _sweep_layout(series: dict, all_y: list, what: str, device: str) -> dict:
     if what == "memory":
-        title, y_title = f"Peak memory, measured on {device}", "peak memory incl. q, k, v (log)"
+        title, y_title = (
+            f"Peak memory, measured on {device}",
+            "peak memory in bytes, incl. q, k, v (log)",
+        )
     else:
         title, y_title = f"Time per call, measured on {device}", "milliseconds per call (log)"
     layout = line_layout(title, "sequence length T (log scale)", y_title, height=400)
@@ -533,6 +548,54 @@ def _stat_traces(stats: tuple, current, T_q: int) -> list[dict]:
     return data
 
 
+def _row_stat(name: str, now: np.ndarray) -> list:
+    """Each started row's running `name` (m or l) so far, in words: one by one up to
+    MAX_BARS rows, else its highest and lowest; the rows with no tile yet counted."""
+    now = np.asarray(now, dtype=float)
+    started = np.flatnonzero(np.isfinite(now))
+    what = f"{name} so far, by started row"
+    if not started.size:
+        return [Said("title", title=f"No row has started yet: no {name} so far")]
+    if started.size <= MAX_BARS:
+        out = [Values(what, [int(i) for i in started], now[started])]
+    else:
+        hi, lo = started[int(np.argmax(now[started]))], started[int(np.argmin(now[started]))]
+        out = [Said("bars.many", name=what, n=started.size, hi=num(now[hi]), at_hi=f"row {hi}",
+                    lo=num(now[lo]), at_lo=f"row {lo}")]  # fmt: skip
+    return out
+
+
+def _walk_words(scores: np.ndarray, veil: np.ndarray, out: np.ndarray, exact: np.ndarray,
+                stats: tuple | None) -> tuple:  # fmt: skip
+    """The walkthrough in words, panel by panel, from the arrays it draws: the scores (cells
+    the causal mask forbids named so), the veil over the tiles not done, the output so far
+    and the exact output (their columns are output components, not key positions), and
+    with `stats` each row's running max m and sum l so far and their final values."""
+    todo, skipped = int((veil == 0).sum()), int((veil == 1).sum())
+    parts: list = [
+        Said("title", title="Left, the scores q·k/√d_k under the tiles"),
+        Grid(np.where(np.isfinite(scores), scores, np.nan), "query row", "key position",
+             blank="forbidden"),
+        Said("tiles.veil", todo=todo, skipped=skipped),
+        Said("title", title="Beside them, the output, one row per query"),
+        Grid(out, "query row", "output column", name="output so far (acc / l)",
+             blank="pending"),
+        Grid(exact, "query row", "output column", name="exact output"),
+    ]  # fmt: skip
+    if stats is not None:
+        m, l, m_final, l_final = stats
+        rows = np.asarray(m, dtype=float)
+        waiting = int((~np.isfinite(rows)).sum())
+        parts += _row_stat("running max m", m) + _row_stat("running sum l", l)
+        if waiting and waiting < rows.size:
+            parts.append(Said("title", title=f"{waiting} of {rows.size} rows have no tile yet"))
+        parts += [
+            Said("final.stat", name="m", **_span(m_final)),
+            Said("final.stat", name="l", **_span(l_final)),
+        ]
+    return tuple(parts)
+
+
 def _walk_title_and_frames(step: int, n_steps: int, current, d_v: int) -> tuple[str, list]:
     """The step's title, and the frames around the current tile and its output rows."""
     if current is None:
@@ -648,4 +711,5 @@ def walkthrough_chart(
     layout = _walk_layout(title, shape, d_v, dom, stats)
     layout.update(shapes=shapes, showlegend=False, bargap=0.15)
     fig = fast_figure(data, layout, dict(l=90, r=20, t=100, b=80))
-    return Chart(fig, _walk_caption(tiles, shape, block_q, block_k, stats))
+    words = _walk_words(scores, veil, out, exact, (m, l, m_final, l_final) if stats else None)
+    return Chart(fig, _walk_caption(tiles, shape, block_q, block_k, stats), words=words)

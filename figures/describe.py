@@ -48,6 +48,8 @@ def num(x: Any) -> str:
         return "NaN" if np.isnan(x) else ("inf" if x > 0 else "−inf")
     if x == int(x) and abs(x) < 1e6:
         return str(int(x))
+    if 1e3 <= abs(x) < 1e6:  # 1,020 rather than 1.02e+03: 3 significant digits, no exponent
+        return f"{float(f'{x:.3g}'):,.0f}"
     return sci(x, 3)
 
 
@@ -170,6 +172,9 @@ def _grid(g: Grid, say: Say, *, alone: bool = True) -> list[str]:
         out.append(say("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()),
                        down=down, counts=counts + more))  # fmt: skip
         return out
+    if lo == hi and values.size > 1:  # no cell stands out: no "largest" to name
+        out.append(say("heatmap.flat", v=num(lo)))
+        return out
     signed = _signed(values)
     key = np.where(shown, np.abs(z) if signed else z, -np.inf)
     r, c = np.unravel_index(np.argmax(key), z.shape)
@@ -178,10 +183,15 @@ def _grid(g: Grid, say: Say, *, alone: bool = True) -> list[str]:
     if g.by_row and alone and 1 < rows <= MAX_ROWS and cols > 1:
         peaks = []
         for i in range(rows):
-            if shown[i].any():
-                j = int(np.argmax(key[i]))
-                peaks.append(say("heatmap.row", row=_label(ys, i), col=_label(xs, j),
-                                 v=num(z[i, j])))  # fmt: skip
+            if not shown[i].any():
+                continue
+            row = z[i][shown[i]]
+            if row.min() == row.max() and row.size > 1:  # no cell stands out: say so
+                peaks.append(say("heatmap.row.flat", row=_label(ys, i), v=num(row[0])))
+                continue
+            j = int(np.argmax(key[i]))
+            peaks.append(say("heatmap.row", row=_label(ys, i), col=_label(xs, j),
+                             v=num(z[i, j])))  # fmt: skip
         rows_key = "heatmap.rows.signed" if signed else "heatmap.rows"
         out.append(say(rows_key, down=down, across=across, peaks="; ".join(peaks)))
     return out

@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 
 from attn_core.lessons.heads import halfway_step, running_mean
 
-from .describe import Grid
+from .describe import Grid, Said, num
 from .parts import BLACK, BLUE, GREEN, GREY, ORANGE, SKY, VERMILION
 from .style import (
     FONT,
@@ -63,6 +63,27 @@ def _chance_trace(x0: float, x1: float, chance: float) -> go.Scatter:
         line=dict(color=GREY, dash="dot", width=2),
         hoverinfo="skip",
     )
+
+
+def _line_words(name: str, x: Any, y: Any, across: str) -> Said | None:
+    """A curve over x in words, from the numbers it draws (charts.md `line`, or `point`
+    for a single one): its span, lowest and highest points and where it ends."""
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    ok = np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if not y.size:
+        return None
+    if y.size == 1:
+        return Said("point", name=name, x=across, at=num(x[0]), y=num(y[0]))
+    lo, hi = int(np.argmin(y)), int(np.argmax(y))
+    return Said(
+        "line", name=name, n=y.size, x=across, x0=num(x[0]), x1=num(x[-1]), lo=num(y[lo]),
+        at_lo=num(x[lo]), hi=num(y[hi]), at_hi=num(x[hi]), last=num(y[-1]),
+    )  # fmt: skip
+
+
+def _axes_words(across: str, up: str) -> Said:
+    return Said("axes", x=across, y=up, up="up")
 
 
 def _level_lines(names: Sequence[str], levels: list[tuple[float, str, str, str]]) -> list:
@@ -276,21 +297,21 @@ def head_score_bars(
 
     `jobs`: the (layers, h) grid of HeadScores.jobs, for the caption's count."""
     prev, ind = to_numpy(previous_token).ravel(), to_numpy(induction).ravel()
-    fig = go.Figure(
-        [
-            go.Bar(name="previous-token score", x=list(names), y=prev, marker_color=BLUE),
+    bars = [go.Bar(name="previous-token score", x=list(names), y=prev, marker_color=BLUE)]
+    if np.isfinite(ind).any():  # no token repeats: no induction score at all, not bars of 0
+        bars.append(
             go.Bar(
                 name="induction score",
                 x=list(names),
                 y=np.nan_to_num(ind),
                 marker_color=ORANGE,
                 marker_pattern_shape="/",
-            ),
-        ]
-    )
+            )
+        )
+    fig = go.Figure(bars)
     fig.update_traces(texttemplate="%{y:.2f}", textposition="outside", cliponaxis=False)
     uniform = [
-        (y, color, "dot", f"{what} ({y:.2f})", f"{what}: {y:.3f}")
+        (y, color, "dot", f"{what} ({y:.3g})", f"{what}: {y:.3f}")
         for y, color, what in (
             (uniform_previous, BLUE, "uniform attention, previous-token score"),
             (uniform_induction, ORANGE, "uniform attention, induction score"),
@@ -314,7 +335,9 @@ def head_score_bars(
         "Blue: the mean weight from each token to the one just before it. Orange: the mean "
         "weight from each repeated token to the token that followed its earlier copy. Dotted "
         "lines: what a head that spreads its weight evenly would score. A job shows up as one "
-        "bar far above its dotted line." + _job_count(names, jobs),
+        "bar far above its dotted line."
+        + ("" if np.isfinite(ind).any() else " No token repeats here: no induction score.")
+        + _job_count(names, jobs),
     )
 
 
@@ -328,6 +351,9 @@ def _job_count(names: Sequence[str], jobs: list[list[str]] | None) -> str:
 
 
 # --- loss along the sequence
+
+
+POSITION = "position i (predicting the token at i + 1)"
 
 
 def position_loss(
@@ -350,7 +376,11 @@ def position_loss(
         traces.append(_ablated_line(x, to_numpy(ablated).ravel(), ablated_name))
     traces.append(_chance_trace(-0.5, max(n - 0.5, 0.5), chance))
     fig = go.Figure(traces)
-    xaxis: dict = dict(title=dict(text="position i (predicting the token at i + 1)"))
+    # in words, every point by its position (the axis names short sequences by their tokens)
+    words = [_axes_words(POSITION, "loss (nats)")]
+    words += [_line_words(tr.name, tr.x, tr.y, POSITION) for tr in traces[1:-1]]
+    words.append(Said("level", name=traces[-1].name, y=num(chance)))
+    xaxis: dict = dict(title=dict(text=POSITION))
     if n <= 24:
         xaxis.update(tickmode="array", tickvals=list(x), ticktext=lab[:n])
         xaxis["title"]["text"] = "current token (predicting the next one)"
@@ -363,7 +393,7 @@ def position_loss(
             xaxis=xaxis,
         )
     )  # fmt: skip
-    return Chart(fig, _loss_caption(y, rep, chance))
+    return Chart(fig, _loss_caption(y, rep, chance), words=tuple(w for w in words if w))
 
 
 def _loss_traces(x: np.ndarray, y: np.ndarray, rep: np.ndarray, lab: list[str]) -> list:
@@ -372,7 +402,7 @@ def _loss_traces(x: np.ndarray, y: np.ndarray, rep: np.ndarray, lab: list[str]) 
     traces = [
         go.Scatter(
             x=x, y=y, mode="lines", line=dict(color=GREY, width=1), showlegend=False,
-            hoverinfo="skip",
+            hoverinfo="skip", meta=dict(words="skip"),  # joins the markers below: drawing
         )
     ]  # fmt: skip
     for sel, name, color, symbol in (
@@ -437,12 +467,12 @@ def ablation_bars(
     """Repeated-position loss with each head switched off on its own."""
     s = to_numpy(single).ravel()
     levels = [
-        (full_repeated, GREEN, "solid", f"all heads on: {full_repeated:.2f}"),
-        (chance, GREY, "dot", f"blind guess: {chance:.2f}"),
+        (full_repeated, GREEN, "solid", f"all heads on: {full_repeated:.3g}"),
+        (chance, GREY, "dot", f"blind guess: {chance:.3g}"),
     ]
     if selected_loss is not None and selected:
         levels.append(
-            (selected_loss, VERMILION, "dash", f"your selection off: {selected_loss:.2f}")
+            (selected_loss, VERMILION, "dash", f"your selection off: {selected_loss:.3g}")
         )
     fig = go.Figure([_ablation_bar(names, s, selected)])
     fig.add_traces(_level_lines(names, [(*level, level[-1]) for level in levels]))
@@ -470,6 +500,7 @@ def _ablation_bar(names: Sequence[str], s: np.ndarray, selected: Sequence[str]) 
     return go.Bar(
         x=list(names),
         y=s,
+        name="loss with that head off",  # no legend; the chart's words name the bars
         marker_color=[(BLUE, SKY)[lyr % 2] for lyr in layers],
         marker_line=dict(
             color=[BLACK if nm in selected else "rgba(0,0,0,0)" for nm in names], width=3
@@ -520,6 +551,11 @@ def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) 
     )
     fig.update_xaxes(type="log", range=[-2.05, 0.05], tickvals=[0.01, 0.03, 0.1, 0.3, 1])
     fig.update_yaxes(type="log", dtick=1, exponentformat="none")
+    # in words, every head's dots (the reader's default names six series, then only names)
+    words = (
+        _axes_words(fig.layout.xaxis.title.text, fig.layout.yaxis.title.text),
+        *(_cloud_words(tr.name, tr.x, tr.y) for tr in traces),
+    )
     return Chart(
         fig,
         "Each dot is one key of one head, placed at the largest weight any query gives it "
@@ -529,7 +565,20 @@ def contribution_scatter(weights: Any, contribution: Any, names: Sequence[str]) 
         "weight the amount written differs by a factor of ten or more between heads and "
         "between keys: a head can look hard at a token whose value is small and change almost "
         "nothing. Weights say where a head looks, not how much it changes the result.",
+        words=words,
     )
+
+
+def _cloud_words(name: str, x: Any, y: Any) -> Said:
+    """One head's dots in words: how many, their spread across and up, where the highest is."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size == 0:  # every weight of this head under 0.01: no dot drawn
+        return Said("heatmap.empty", name=name)
+    if x.size == 1:
+        return Said("point", name=name, x="across", at=num(x[0]), y=num(y[0]))
+    top = int(np.argmax(y))
+    return Said("cloud", name=name, n=x.size, x0=num(x.min()), x1=num(x.max()),
+                y0=num(y.min()), y1=num(y.max()), at=num(x[top]))  # fmt: skip
 
 
 def _head_dots(best_w, best_c, q, name: str, i: int, h: int) -> go.Scatter:
@@ -595,11 +644,19 @@ def training_curves(
         shapes=shapes,
         annotations=notes,
     )
+    # in words: the one step axis (its title sits under the bottom panel) and each panel's
+    # own unit, the dashed phase-change line named for what it is
+    words = [_axes_words("training step", "loss (nats) in the top panel, head score in the bottom")]
+    words += [_line_words(tr.name, tr.x, tr.y, "step") for tr in traces[:-1]]
+    words.append(Said("level", name=traces[-1].name, y=num(chance)))
+    if phase_step is not None:
+        words.append(Said("mark", name="phase change", x="step", at=num(phase_step)))
     return Chart(
         fig,
         curves_caption(
             loss_repeated, loss_first, score_steps, best_previous, best_induction, chance
         ),
+        words=tuple(w for w in words if w),
     )
 
 

@@ -52,10 +52,8 @@ def shuffle_chart(moves: Mapping[str, np.ndarray]) -> Chart:
     for name, move in moves.items():
         m = to_numpy(move).astype(float)
         lo, hi = int(np.argmin(m)), int(np.argmax(m))
-        words.append(
-            Said("line", name=name, n=m.size, x=across, x0=0, x1=m.size - 1, lo=num(m[lo]),
-                 at_lo=lo, hi=num(m[hi]), at_hi=hi, last=num(m[-1]))  # fmt: skip
-        )
+        said = dict(lo=num(m[lo]), at_lo=lo, hi=num(m[hi]), at_hi=hi, last=num(m[-1]))
+        words.append(Said("line", name=name, n=m.size, x=across, x0=0, x1=m.size - 1, **said))
     return Chart(fig, _shuffle_caption(moves), words=tuple(words))
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .describe import Grid, Said, Values
+from .describe import Grid, Said, Values, num
 from .parts import (
     BLACK,
     BLUE,
@@ -527,8 +527,17 @@ def jacobian_map(
         "dark, its logits can barely move its weights, and little gradient reaches q or k (none "
         "at all through a grey cell). Pick a saturated (orange) row with the row slider above "
         f"to see it.{zero_note}",
-        words=(Grid(J, "weight i", "logit j"),),  # |J| itself, not the log the colours show
+        words=_jacobian_words(J),
     )
+
+
+def _jacobian_words(J: np.ndarray) -> tuple:
+    """|J| itself, not the log the colours show; its exact zeros are grey cells without a
+    value (charts.md `blank.zero`), not values of a grid of 0s and 1s."""
+    zeros = int(np.sum(J == 0))
+    if zeros == J.size:  # a one-hot row in a low precision: no cell has a value
+        return (Said("blank.zero", n=zeros, total=J.size),)
+    return (Grid(np.where(J > 0, J, np.nan), "weight i", "logit j", blank="zero"),)
 
 
 def _norm_bars(nrm, mw, *, row: int, threshold: float, floor: float) -> list[dict]:
@@ -596,6 +605,18 @@ def jacobian_norms_chart(
     legend_below(layout, -0.2)
     med = float(np.median(nrm))
     below = float(np.mean(nrm < 1e-3))
+    sat = np.flatnonzero(_f64(max_weight) > threshold)
+    listed = 0 < sat.size < nrm.size  # none or all: the count says which
+    words = (  # each norm itself: a zero is 0, not the floor its hatched bar is drawn at
+        Values("‖J‖ of each query row", np.arange(len(nrm)), nrm),
+        Said(
+            "rows.saturated",
+            n=int(sat.size),
+            total=int(nrm.size),
+            v=f"{threshold:g}",
+            rows=": " + ", ".join(str(int(r)) for r in sat) if listed else "",
+        ),
+    )
     return Chart(
         fast_figure(data, layout),
         f"Median row: **{med:.3g}**; rows below 1e-3: **{below:.0%}**. "
@@ -603,6 +624,7 @@ def jacobian_norms_chart(
         f"{threshold:g} has ‖J‖ ≤ 1 − a² < {1 - threshold**2:.3g} (the norm is at most the "
         "trace Σ αᵢ(1 − αᵢ), which is at most a(1 − a) + (1 − a)), so little gradient reaches "
         "its query and keys. The outlined bar is the row shown on the left.",
+        words=words,
     )
 
 
@@ -701,6 +723,47 @@ def _two_key_marks(zero_gap: float | None, gmax: float, dtype_name: str) -> tupl
     return shapes, annotations
 
 
+def _line_said(name: str, x: np.ndarray, y: np.ndarray, across: str) -> Said | None:
+    """A curve over x in words (charts.md `line`), from the points it draws (finite y)."""
+    ok = np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if not y.size:
+        return None
+    lo, hi = int(np.argmin(y)), int(np.argmax(y))
+    return Said(
+        "line", name=name, n=y.size, x=across, x0=num(x[0]), x1=num(x[-1]), lo=num(y[lo]),
+        at_lo=num(x[lo]), hi=num(y[hi]), at_hi=num(x[hi]), last=num(y[-1]),
+    )  # fmt: skip
+
+
+def _two_key_words(
+    g, ex, comp, *, dtype_name, zero_gap, points, typical_gap, typical_label, across, up
+) -> tuple:
+    """The two-key chart in words, in the order it is read: both curves, where backprop's
+    becomes exactly 0 (the shaded part the log axis cannot show), float32's epsilon line,
+    the lesson's points and the reader's typical lead, at its true gap even when the star
+    sits clipped at the chart's right edge."""
+    shown = comp > 0
+    parts = [
+        Said("axes", x=across, y=up, up="up"),
+        _line_said("exact α(1 − α)", g, ex, across),
+        _line_said(f"backprop in {dtype_name}", g, np.where(shown, comp, np.nan), across),
+    ]
+    if zero_gap is not None:
+        name = f"where backprop in {dtype_name} becomes exactly 0 (shaded from there on)"
+        parts.append(Said("mark", name=name, x=across, at=num(zero_gap)))
+    parts.append(Said("level", name="float32 epsilon", y=num(FLOAT32_EPS)))
+    if points:
+        pairs = ", ".join(f"({num(p)}, {num(_exact_two_key(p))})" for p in points)
+        parts.append(Said("points", name="the lesson's two points", n=len(points), points=pairs))
+    off = typical_gap > float(g[-1])
+    name = typical_label + (" (the star, off the chart: drawn at its right edge)" if off else "")
+    parts.append(
+        Said("point", name=name, x=across, at=num(typical_gap), y=num(_exact_two_key(typical_gap)))
+    )
+    return tuple(p for p in parts if p is not None)
+
+
 def two_key_curve(
     gaps,
     exact,
@@ -723,20 +786,23 @@ def two_key_curve(
     """
     g, ex, comp = _f64(gaps), _f64(exact), _f64(computed)
     gmax = float(g[-1])
+    points = [p for p in lesson_points if p <= gmax]
+    across, up = "logit gap between the two keys", "gradient α(1 − α)"
     data = _two_key_traces(
         g,
         ex,
         comp,
         dtype_name=dtype_name,
-        points=[p for p in lesson_points if p <= gmax],
+        points=points,
         typical_gap=typical_gap,
         typical_label=typical_label,
     )
+    words = _two_key_words(
+        g, ex, comp, dtype_name=dtype_name, zero_gap=zero_gap, points=points,
+        typical_gap=typical_gap, typical_label=typical_label, across=across, up=up,
+    )  # fmt: skip
     layout = line_layout(
-        "Two keys: the softmax gradient α(1 − α) against the logit gap",
-        "logit gap between the two keys",
-        "gradient α(1 − α)",
-        height=480,
+        "Two keys: the softmax gradient α(1 − α) against the logit gap", across, up, height=480
     )
     layout["yaxis"].update(type="log", exponentformat="power", range=[-16, 0.3], dtick=2)
     layout["xaxis"].update(range=[0, gmax])
@@ -755,4 +821,5 @@ def two_key_curve(
         f"{_exact_two_key(typical_gap):.2g}. That lead, not the row's full range, caps how "
         "one-hot a row can be: its winner's weight is at most 1 / (1 + e^(−lead)), however many "
         f"keys there are.{' ' + share_text if share_text else ''}",
+        words=words,
     )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from .describe import Said, num
 from .parts import GREY, fmt, hline
 from .style import NUM_FMT, OKABE_ITO, Chart, base_layout, escape, heatmap, line_layout, to_numpy
 
@@ -154,6 +155,7 @@ def _hull_area(hull: np.ndarray) -> list:
     if len(hull) < 3:
         return []
     closed = np.vstack([hull, hull[:1]])
+    corners = ", ".join(f"({num(a)}, {num(b)})" for a, b in hull.tolist())
     return [
         go.Scatter(
             x=closed[:, 0],
@@ -163,6 +165,15 @@ def _hull_area(hull: np.ndarray) -> list:
             line=dict(color=OKABE_ITO[0], width=1.5, dash="dot"),
             name="convex hull of the values",
             hoverinfo="skip",
+            # in words, each corner once (the outline's closing point repeats the first)
+            meta=dict(
+                say="points",
+                numbers=dict(
+                    name="convex hull of the values (shaded), by its corners",
+                    n=len(hull),
+                    points=corners,
+                ),
+            ),
         )
     ]
 
@@ -250,7 +261,7 @@ def shift_bars(names, scores, c, w, w_shift) -> Chart:
                 go.Bar(
                     x=names,
                     y=to_numpy(vals),
-                    name=label,
+                    name=f"weights {label}" if col else label,  # the right panel: weights
                     marker_color=color,
                     showlegend=col == 0,
                     legendgroup=str(j),
@@ -321,6 +332,12 @@ def naive_vs_stable(st_) -> Chart:
     ]
     title = f"Naive against stable softmax in {st_.limits.dtype}"
     layout = line_layout(title, "token", "weight", barmode="group")
+    nan = "" if np.isfinite(naive).all() else " (NaN: no number, drawn as an empty bar)"
+    words = (  # a NaN weight is said as NaN, not as the 0 its empty bar is drawn at
+        Said("axes", x="token", y="weight", up="up"),
+        _bars_said(traces[0].name + nan, x, st_.naive),
+        _bars_said(traces[1].name, x, st_.stable),
+    )
     layout["yaxis"]["range"] = [0, 1.12]
     if st_.naive_agrees:
         caption = "Both agree: no exp overflowed or underflowed, so the shortcut happened to work."
@@ -335,7 +352,16 @@ def naive_vs_stable(st_) -> Chart:
             "The naive bars read NaN (or a false 0): e^s overflowed to inf, and inf ÷ inf is NaN — "
             "or every e^s underflowed to 0, and 0 ÷ 0 is NaN. The stable version is untouched."
         )
-    return Chart(go.Figure(traces, layout), caption)
+    return Chart(go.Figure(traces, layout), caption, words=words)
+
+
+def _bars_said(name: str, labels: Sequence[str], values: Sequence[float]) -> Said:
+    """Bars in words (charts.md `bars`), each by its label and value, NaN as NaN."""
+    bars = "; ".join(f"{label} {num(v)}" for label, v in zip(labels, values, strict=True))
+    return Said("bars", name=name, n=len(labels), bars=bars)
+
+
+BANDS = "x where e^x is finite and non-zero, one bar per precision from the top"
 
 
 def exp_range(limits: Sequence, scores: Sequence[float], chosen: str) -> Chart:
@@ -374,12 +400,22 @@ def exp_range(limits: Sequence, scores: Sequence[float], chosen: str) -> Chart:
     layout["xaxis"].update(range=[lo, hi], zeroline=True)
     layout["yaxis"].update(categoryorder="array", categoryarray=list(label.values())[::-1])
     narrow = min(limits, key=lambda lim: lim.overflow_at - lim.underflow_at)
+    bands = "; ".join(
+        f"{lim.dtype} from {num(lim.underflow_at)} to {num(lim.overflow_at)}" for lim in limits
+    )
+    marks = "; ".join(f"token {j + 1} {num(x)}" for j, x in enumerate(scores))
+    words = (  # every band named by its precision, and the crosses, which are the scores
+        Said("bars", name=BANDS, n=len(limits), bars=bands),
+        Said("values", name=f"the current scores (× marks on the {chosen} band)",
+             n=len(scores), items=marks),
+    )  # fmt: skip
     return Chart(
         go.Figure(traces, layout),
         "Each band is the range of x where e^x is a finite, non-zero number in that precision, "
         "as torch.exp computes it. The crosses are the scores: outside the band a naive "
         f"softmax breaks, inside it works. {narrow.dtype}'s band is the narrowest: "
         f"{narrow.underflow_at:.2f} to {narrow.overflow_at:.2f}.",
+        words=words,
     )
 
 

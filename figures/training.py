@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from attn_core.lessons.training import SATURATED, found_share
 
-from .describe import Grid, Values
+from .describe import Grid, Said, Values, num
 from .parts import BLUE, GREEN, GREY, ORANGE, PURPLE, VERMILION, sci
 from .style import FONT, NUM_FMT, SEQUENTIAL, Chart, line_layout, to_numpy
 
@@ -110,6 +110,37 @@ def accuracy_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
     return Chart(fig, caption)
 
 
+STEP = "training step"
+
+
+def _curve(y: list[float], name: str) -> Said:
+    """One recorded curve in words, from the run's own list (the generic reader would read
+    every curve of a two-panel chart against the left panel's axis)."""
+    v = np.asarray(y, dtype=float)
+    x = np.flatnonzero(np.isfinite(v))
+    if not x.size:
+        return Said("histogram.empty", name=name)
+    v = v[x]
+    if v.size == 1:
+        return Said("point", name=name, x=STEP, at=int(x[0]), y=num(v[0]))
+    lo, hi = int(np.argmin(v)), int(np.argmax(v))
+    return Said("line", name=name, n=v.size, x=STEP, x0=int(x[0]), x1=int(x[-1]), lo=num(v[lo]),
+                at_lo=int(x[lo]), hi=num(v[hi]), at_hi=int(x[hi]), last=num(v[-1]))  # fmt: skip
+
+
+def _two_panel_words(runs, left: tuple[str, str], right: list[tuple[str, str]]) -> tuple:
+    """A two-panel chart of both runs in words: what each panel's axis holds, then each
+    curve named by its panel's quantity and its run. `left` and each of `right` are
+    (a TrainingRun field, what it is)."""
+    y = f"on the left, {left[1]}; on the right, " + " and ".join(w for _, w in right)
+    return (
+        Said("axes", x=STEP, y=y, up="up"),
+        *(_curve(getattr(run, field), f"{what}, {name}")
+          for run, (name, _) in zip(runs, RUNS, strict=True)
+          for field, what in (left, *right)),
+    )  # fmt: skip
+
+
 def _two_panels(left: str, right: str) -> go.Figure:
     """Two side-by-side panels with their titles."""
     return make_subplots(rows=1, cols=2, horizontal_spacing=0.12, subplot_titles=(left, right))
@@ -155,6 +186,14 @@ def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Cha
     layout = line_layout("How peaked the attention rows are", "training step", "nats", height=420)
     y2 = dict(title=dict(text="weight / share of rows"), range=[0, 1.02])
     _two_panel_layout(fig, layout, y2, (scaled, unscaled), steps)
+    words = (
+        *_two_panel_words(
+            (scaled, unscaled), ("entropy", "mean entropy of a row (nats)"),
+            [("max_weight", "mean largest weight in a row"),
+             ("saturated", f"share of rows whose largest weight is above {SATURATED:g}")],
+        ),
+        Said("level", name=f"uniform, on the left: ln {n_keys}", y=num(math.log(n_keys))),
+    )  # fmt: skip
     caption = (
         "Left: 0 nats is a one-hot row, ln(number of keys) a flat one. Right, solid: the mean "
         f"largest weight; dotted: the share of rows whose largest weight is above {SATURATED:g} "
@@ -166,7 +205,7 @@ def attention_shape_curves(scaled, unscaled, *, steps: int | None = None) -> Cha
             f"against {scaled.max_weight[0]:.2f} scaled (a flat row's is "
             f"1/{n_keys} = {1 / n_keys:.2g})."
         )
-    return Chart(fig, caption)
+    return Chart(fig, caption, words=words)
 
 
 def gradient_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
@@ -181,18 +220,37 @@ def gradient_curves(scaled, unscaled, *, steps: int | None = None) -> Chart:
     y2 = dict(title=dict(text="‖∂L/∂(W_q, W_k)‖ (log)"))
     _two_panel_layout(fig, layout, y2, (scaled, unscaled), steps)
     fig.update_yaxes(type="log", tickformat=NUM_FMT)
+    words = _two_panel_words(
+        (scaled, unscaled),
+        ("jacobian_norm", "softmax Jacobian norm ‖J‖, mean per row"),
+        [("qk_grad_norm", "gradient norm reaching W_q and W_k")],
+    )
     caption = (
         "Left: the size of d softmax / d logits, averaged over rows — near 0 for a one-hot row. "
         "Right: what actually arrives at the query and key weights. Both axes are logarithmic: "
         "equal distances are equal factors, so a line one decade lower carries ten times less "
         "signal."
     )
-    return Chart(fig, caption)
+    return Chart(fig, caption, words=words)
 
 
 def _log_hist(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     counts, _ = np.histogram(np.clip(x, edges[0], edges[-1]), bins=edges)
     return counts / max(len(x), 1)
+
+
+def _hist_words(norms: np.ndarray, name: str, edges: np.ndarray) -> Said:
+    """One run's bars in words: how many rows, their norms' true range, and the fullest bar
+    (the first bar holds every row at or below the floor, exact zeros too: from 0)."""
+    if not norms.size:
+        return Said("histogram.empty", name=name)
+    counts, _ = np.histogram(np.clip(norms, edges[0], edges[-1]), bins=edges)
+    k = int(np.argmax(counts))
+    return Said(
+        "histogram", name=f"{name}, ‖J‖ of each probe row", n=norms.size, lo=num(norms.min()),
+        hi=num(norms.max()), most=int(counts[k]), a=num(0.0 if k == 0 else edges[k]),
+        b=num(edges[k + 1]),
+    )  # fmt: skip
 
 
 def row_jacobian_histogram(
@@ -203,8 +261,9 @@ def row_jacobian_histogram(
     Rows whose norm is exactly 0 or below JAC_FLOOR (fully saturated in float32)
     are drawn at JAC_FLOOR; the caption counts them.
     """
-    s, u = (to_numpy(x).ravel() for x in (scaled_norms, unscaled_norms))
-    s, u = (np.maximum(x[np.isfinite(x)], JAC_FLOOR) for x in (s, u))  # diverged rows dropped
+    raw = [to_numpy(x).ravel().astype(np.float64) for x in (scaled_norms, unscaled_norms)]
+    raw = [x[np.isfinite(x)] for x in raw]  # diverged rows dropped
+    s, u = (np.maximum(x, JAC_FLOOR) for x in raw)
     hi = max(float(s.max(initial=1.0)), float(u.max(initial=1.0)), 1.0)
     edges = np.logspace(-12, math.log10(hi) + 0.05, 49)
     centres = np.sqrt(edges[:-1] * edges[1:])
@@ -239,7 +298,8 @@ def row_jacobian_histogram(
         f"{dead_u:.0%} of the unscaled ones. The rest still pass gradient back — those are "
         "the rows that can keep the shared W_q and W_k learning."
     )
-    return Chart(fig, caption)
+    words = tuple(_hist_words(x, name, edges) for x, (name, _) in zip(raw, RUNS, strict=True))
+    return Chart(fig, caption, words=words)
 
 
 def _probe_panel(fig: go.Figure, w: Any, pos: np.ndarray, r: int, c: int, rows: int) -> None:

@@ -67,7 +67,9 @@ def cosine_view(s: Settings):
     lk = core.loud_key_example(s.tau)
     scaled = c.mean_entropy["scaled dot"]
     return dict(
-        entropy=fa.cosine_entropy_chart(TAUS, ent, scaled, len(LABELS), s.tau),
+        entropy=fa.cosine_entropy_chart(
+            TAUS, ent, scaled, len(LABELS), s.tau, here=c.mean_entropy["cosine"]
+        ),
         loud=fa.loud_key_chart(lk.labels, lk.dot_weights, lk.cosine_weights, s.tau),
         cos_row_max=core.typical_row_max(c.weights["cosine"]),
     )

@@ -283,12 +283,14 @@ def maps_step(s: Settings) -> None:
     a, names = analyse(s.ids), shipped().names
     # the asked head's map would show the answer: blank until the reveal
     asking = core.induction_probe(torch.tensor(s.ids)) is not None
-    open_ = ui.revealed(instance(s.ids, "look")) or not asking
-    asked = None if open_ else look_head(a)
-    ui.show(maps_chart(s.ids, s.labels, s.typed, asked))
-    if asked is not None:
-        ui.until_reveal(W("maps.hidden", head=names[asked]))
+    maps = st.container()  # filled after the question: the run that reveals it opens the map
     looked = look_exercise(s.ids, s.labels, a, names)
+    open_ = looked or ui.revealed(instance(s.ids, "look")) or not asking
+    asked = None if open_ else look_head(a)
+    with maps:
+        ui.show(maps_chart(s.ids, s.labels, s.typed, asked))
+        if asked is not None:
+            ui.until_reveal(W("maps.hidden", head=names[asked]))
     ui.try_this(W.pairs("try.maps"))
     if looked:  # it says where an induction head looks: the question's answer
         ui.explain("How two layers make an induction head", W("explain.compose"), expanded=True)

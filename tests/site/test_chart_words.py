@@ -93,7 +93,7 @@ def test_bars_are_read_one_by_one_or_by_their_extremes():
     values[4] = 99
     many = go.Figure(go.Bar(y=[f"h{i}" for i in range(n)], x=values, orientation="h"))
     text = describe(many, say)
-    assert f"{n} bars: the highest is h4 (99), the lowest h0 (0)" in text
+    assert f"{n} bars: the tallest, 99, at h4; the lowest, 0, at h0" in text
 
 
 def test_a_histogram_gives_its_range_and_fullest_bin():

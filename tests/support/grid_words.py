@@ -76,6 +76,10 @@ def check_grid(
         s.take("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()), down=down,
                counts=counts, following=True)  # fmt: skip
         return
+    if vals.min() == vals.max() and vals.size > 1:  # no cell stands out: no "largest"
+        flat = s.take("heatmap.flat", following=True)
+        assert same(flat["v"], vals.min(), floor=FLOOR), (flat, vals.min())
+        return
     signed = bool(vals.min() < 0 < vals.max())
     top = float(np.abs(vals).max() if signed else vals.max())
     p = s.take("heatmap.strongest" if signed else "heatmap.peak", texts=("row", "col"),
@@ -89,7 +93,13 @@ def check_grid(
     read = [i for i in range(R) if shown[i].any()]
     assert len(peaks) == len(read), (peaks, read)
     one = re.compile(pattern("heatmap.row", texts=("row", "col")))
+    flat = re.compile(pattern("heatmap.row.flat", texts=("row",)))
     for i, said in zip(read, peaks, strict=True):
+        row = z[i][shown[i]]
+        if row.size > 1 and row.min() == row.max():  # a row where no cell stands out
+            m = flat.fullmatch(said)
+            assert m and m["row"] == rn[i] and same(value(m["v"]), row[0], floor=FLOOR), said
+            continue
         m = one.fullmatch(said)
         assert m and m["row"] == rn[i], (said, rn[i])
         v, row = value(m["v"]), z[i][shown[i]]
