@@ -415,6 +415,20 @@ def vec(v) -> str:
     return "[" + ", ".join(f"{float(x):.3g}" for x in v) + "]"
 
 
+def _xy(v) -> str:
+    return f"({num(v[0])}, {num(v[1])})"
+
+
+def _segment_words(v_cat, v_tired) -> dict:
+    name = "every output one head can make"
+    return dict(say="segment", numbers=dict(name=name, a=_xy(v_cat), b=_xy(v_tired)))
+
+
+def _vector_words(v_cat, v_tired) -> dict:
+    points = f"v_cat {_xy(v_cat)}, v_tired {_xy(v_tired)}"
+    return dict(say="points", numbers=dict(name="value vectors", n=2, points=points))
+
+
 def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
     """Where one head's output can be: only on the segment between the two values."""
     y = to_numpy(out)
@@ -427,15 +441,7 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
             line=dict(color="#999", width=6),
             name="every output one head can make",
             hoverinfo="skip",
-            # a segment, every point of it reachable: not two points
-            meta=dict(
-                say="segment",
-                numbers=dict(
-                    name="every output one head can make",
-                    a=f"({num(v_cat[0])}, {num(v_cat[1])})",
-                    b=f"({num(v_tired[0])}, {num(v_tired[1])})",
-                ),
-            ),
+            meta=_segment_words(v_cat, v_tired),  # a segment, every point reachable
         )
     )
     fig.add_trace(
@@ -447,15 +453,7 @@ def tired_cat_plane(out: Any, weight_on_cat: float, v_cat, v_tired) -> Chart:
             text=[f"v_cat = {vec(v_cat)}", f"v_tired = {vec(v_tired)}"],
             textposition=["middle right", "top center"],
             name="value vectors",
-            meta=dict(
-                say="points",
-                numbers=dict(  # each named: which one is cat's
-                    name="value vectors",
-                    n=2,
-                    points=f"v_cat ({num(v_cat[0])}, {num(v_cat[1])}), "
-                    f"v_tired ({num(v_tired[0])}, {num(v_tired[1])})",
-                ),
-            ),
+            meta=_vector_words(v_cat, v_tired),  # each named: which one is cat's
         )
     )
     fig.add_trace(
