@@ -266,6 +266,7 @@ class ModelTrace:
     embedding: torch.Tensor | None  # (d_model,) mean-pooled, L2-normalised (encoders)
     next_tokens: list[tuple[str, float]] | None  # top-10 next tokens (decoders)
     capped: int | None  # the input's length in tokens when it was cut to MAX_TOKENS
+    keep: torch.Tensor | None = None  # (L, H) 1 = on, 0 = switched off by the ablation knob
 
 
 def model_max_tokens(loaded: LoadedModel) -> int:
@@ -447,7 +448,7 @@ def run_model(
         names = loaded.tokenizer.convert_ids_to_tokens(top.indices.tolist())
         nxt = [(n, float(pr)) for n, pr in zip(names, top.values, strict=True)]
     cpu = (t.cpu() if t is not None else None for t in (ids, w, x, v, wo, emb))
-    return ModelTrace(tokens, *cpu, nxt, capped)
+    return ModelTrace(tokens, *cpu, nxt, capped, kn.keep.detach().cpu())
 
 
 @torch.no_grad()
@@ -504,10 +505,13 @@ def head_roles(trace: ModelTrace) -> dict[str, torch.Tensor]:
 
 
 def contributions(trace: ModelTrace, layer: int, head: int) -> torch.Tensor:
-    """‖α_ij v_j W_O‖ (T, T): how much key j moves query i's output, not just its weight."""
+    """‖α_ij v_j W_O‖ (T, T): how much key j moves query i's output, not just its weight
+    (0 everywhere for a head the ablation knob switched off: its output is zeroed)."""
     d_k = trace.values.shape[-1]
     W = trace.W_o[layer, head * d_k : (head + 1) * d_k]  # (d_k, d_model) this head's rows
     vw = trace.values[layer, head] @ W  # (T, d_model) each value through W_O
+    if trace.keep is not None:
+        vw = vw * trace.keep[layer, head].to(vw)  # a switched-off head adds nothing
     return trace.weights[layer, head, :, :, None].mul(vw[None]).norm(dim=-1)  # (T, T)
 
 

@@ -151,6 +151,16 @@ def test_contributions_are_weight_times_value_norm(tiny_bert):
     assert c[i, j].item() == pytest.approx(want.item(), rel=1e-5)
 
 
+def test_a_switched_off_head_contributes_nothing_and_the_others_are_unchanged(tiny_bert):
+    """What a key adds through a head is measured from the head's output into W_O: with the
+    head switched off that output is zeroed, so every key adds 0 through it."""
+    on, off = M.run_model(tiny_bert, TEXT), M.run_model(tiny_bert, TEXT, ablate=[(0, 1)])
+    assert float(M.contributions(off, 0, 1).abs().max()) == 0.0
+    assert float(M.contributions(on, 0, 1).max()) > 0
+    # another head of the same layer reads the same input: its contributions are unchanged
+    close(M.contributions(off, 0, 0), M.contributions(on, 0, 0))
+
+
 def test_threads_with_different_knobs_get_their_own_results(tiny):
     want = {t: M.run_model(tiny, TEXT, temperature=t).weights for t in (0.5, 1.0, 2.0, 4.0)}
     got, errors = {}, []
