@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,18 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from .parts import sci
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(x: float, digits: int = 2) -> str:
+    """A number for a sentence: 0.045 as it is, 3.8e-11 as 3.8 × 10⁻¹¹ (`digits` significant)."""
+    if x == 0 or not math.isfinite(x) or 1e-3 <= abs(x) < 1e4:
+        return f"{x:.{digits}g}"
+    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
+    return power if mantissa == "1" else f"{mantissa} × {power}"
+
 
 Say = Callable[..., str]
 

@@ -15,6 +15,7 @@ from plotly.colors import get_colorscale
 
 from attn_core.cost import format_bytes
 
+from .describe import sci
 from .style import OKABE_ITO
 
 BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY, YELLOW, BLACK = OKABE_ITO
@@ -173,18 +174,6 @@ def fast_figure(data: list, layout: dict, margin: dict | None = None) -> go.Figu
 
 
 # ------------------------------------------------------------------------------ numbers
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def sci(x: float, digits: int = 2) -> str:
-    """A number for a sentence: 0.045 as it is, 3.8e-11 as 3.8 × 10⁻¹¹ (`digits` significant)."""
-    if x == 0 or not math.isfinite(x) or 1e-3 <= abs(x) < 1e4:
-        return f"{x:.{digits}g}"
-    mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
-    mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
-    return power if mantissa == "1" else f"{mantissa} × {power}"
 
 
 def fmt(x: float, digits: int = 4) -> str:

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from .describe import describe
+
 # Okabe & Ito (2008): distinguishable under protanopia, deuteranopia, tritanopia.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 SEQUENTIAL = "Viridis"
@@ -59,8 +61,6 @@ class Chart:
         """The chart's text alternative: from its declared words, else read from the
         numbers it draws (a map drawn as an image from its table); `say(key, **numbers)`
         gives the sentences (content/charts.md)."""
-        from .describe import describe  # (describe builds on parts, which builds on style)
-
         return describe(self.table or self.fig, say, self.words)
 
     def __post_init__(self):
