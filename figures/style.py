@@ -61,7 +61,9 @@ class Chart:
         """The chart's text alternative: from its declared words, else read from the
         numbers it draws (a map drawn as an image from its table); `say(key, **numbers)`
         gives the sentences (content/charts.md)."""
-        return describe(self.table or self.fig, say, self.words)
+        if self.words:  # declared words: under the title the reader sees
+            return describe(self.fig, say, self.words)
+        return describe(self.table or self.fig, say)
 
     def __post_init__(self):
         if not self.alt:

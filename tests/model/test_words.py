@@ -146,7 +146,7 @@ def every_head(charts, t) -> None:
     peak (query token → key token); then the shown head large, every cell by its tokens."""
     mosaic, large = charts
     s = Sentences(mosaic)
-    s.take("title", title="Every head, tiled")
+    s.take("title", title=f"Every head of {M.MINILM} on your sentence")  # the drawn title
     L, H = t.w.shape[:2]
     got = s.take("panels", down="query", across="key")
     assert got["n"] == L * H
