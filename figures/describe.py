@@ -150,6 +150,16 @@ Part = Grid | Values | Said
 MAX_PANELS = 10  # grids read one by one; past this, each of the rest by its peak only
 
 
+def positioned(labels: Sequence) -> list:
+    """Labels that name one place each: where a label repeats (the word "the" twice), every
+    label gets its position too ("the (5)"), so a cell's name says which token it is."""
+    labels = list(labels)
+    names = [plain(x) if isinstance(x, str) else x for x in labels]
+    if len(set(map(str, names))) == len(names):
+        return labels
+    return [f"{plain(x)} ({i})" for i, x in enumerate(labels)]
+
+
 def _signed(values: np.ndarray) -> bool:
     return bool(values.size and values.min() < 0 < values.max())
 
@@ -166,8 +176,8 @@ def _grid(g: Grid, say: Say, *, alone: bool = True) -> list[str]:
         return [say("heatmap.empty", name=who)]
     rows, cols = z.shape
     down, across = g.down, g.across
-    ys = list(g.rows) if g.rows is not None else list(range(rows))
-    xs = list(g.cols) if g.cols is not None else list(range(cols))
+    ys = positioned(g.rows) if g.rows is not None else list(range(rows))
+    xs = positioned(g.cols) if g.cols is not None else list(range(cols))
     shown = np.isfinite(z)
     blank = int((~shown).sum())
     values = z[shown]
@@ -179,7 +189,10 @@ def _grid(g: Grid, say: Say, *, alone: bool = True) -> list[str]:
         out.append(say(f"blank.{g.blank}", n=blank, total=z.size))
     if np.isin(values, (0.0, 1.0)).all():  # a yes/no grid (a mask): counts, no "largest"
         ones = (np.where(shown, z, 0) == 1).sum(axis=1)
-        counts = "; ".join(f"{_label(ys, i)}: {int(k)}" for i, k in enumerate(ones[:MAX_ROWS]))
+        counts = "; ".join(
+            f"{_label(ys, i)}: {int(k)}" if shown[i].any() else say("row.none", row=_label(ys, i))
+            for i, k in enumerate(ones[:MAX_ROWS])
+        )  # a row with no number (NaN) is not a row of zeros
         more = "" if rows <= MAX_ROWS else say("rows.more", n=rows - MAX_ROWS)
         out.append(say("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()),
                        down=down, counts=counts + more))  # fmt: skip
@@ -218,8 +231,8 @@ def _panel_peak(g: Grid, say: Say) -> str:
     signed = _signed(z[shown])
     key = np.where(shown, np.abs(z) if signed else z, -np.inf)
     r, c = np.unravel_index(np.argmax(key), z.shape)
-    ys = list(g.rows) if g.rows is not None else list(range(z.shape[0]))
-    xs = list(g.cols) if g.cols is not None else list(range(z.shape[1]))
+    ys = positioned(g.rows) if g.rows is not None else list(range(z.shape[0]))
+    xs = positioned(g.cols) if g.cols is not None else list(range(z.shape[1]))
     return say("panel.peak", name=plain(g.name), v=num(z[r, c]), row=_label(ys, r),
                col=_label(xs, c))  # fmt: skip
 
@@ -344,8 +357,12 @@ def _line(tr: Any, i: int, say: Say, across: str) -> str | None:
     name = plain(tr.name) or say("series", i=i + 1)
     if len(y) == 1:
         return say("point", name=name, x=across, at=_label(x, 0), y=num(y[0]))
-    if _same(y):  # a flat line: a reference level, not a curve
+    measured = "markers" in str(tr.mode or "")  # drawn point by point: data, not a guide
+    if _same(y) and not measured:  # a line drawn across at one height: a reference level
         return say("level", name=name, y=num(y[0]))
+    if _same(y):  # a measured series that happens to be flat: every point at one value
+        return say("line.flat", name=name, n=len(y), x=across, x0=_label(x, 0),
+                   x1=_label(x, len(x) - 1), y=num(y[0]))  # fmt: skip
     if _same(x):  # a vertical line: a mark at one x
         return say("mark", name=name, x=across, at=_label(x, 0))
     if _wanders(x):  # points in a plane (a hull, a cloud), not a curve over x
@@ -409,10 +426,27 @@ def _histogram(tr: Any, i: int, say: Say) -> str | None:
     )  # fmt: skip
 
 
+def _brief(tr: Any, say: Say, name: str) -> str:
+    """A series not read in full: its name, and where it starts and ends, its lowest and
+    highest (a series of bars: its lowest and highest)."""
+    xy = _xy(tr) if tr.type == "scatter" else None
+    if tr.type == "bar":
+        horizontal = getattr(tr, "orientation", None) == "h"
+        xy = (None, np.asarray(array(tr.x if horizontal else tr.y), dtype=object).ravel())
+    if xy is None:
+        return name
+    y = xy[1]
+    y = y[_finite(y)].astype(float)
+    if not y.size:
+        return name
+    return say("brief", name=name, a=num(y[0]), b=num(y[-1]), lo=num(y.min()), hi=num(y.max()))
+
+
 def _names(traces: Sequence[Any], say: Say, skipped: int) -> str:
-    """The names of traces not read out (each one named, never dropped silently)."""
-    return ", ".join(
-        plain(t.name) or say("series", i=skipped + k + 1) for k, t in enumerate(traces)
+    """The traces not read out, each one named and summed up (never dropped silently)."""
+    return "; ".join(
+        _brief(t, say, plain(t.name) or say("series", i=skipped + k + 1))
+        for k, t in enumerate(traces)
     )
 
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .common import weights_heatmap
-from .describe import Grid, Said, plain
+from .describe import Grid, Said, num, plain
 from .parts import BLUE, GREEN, ORANGE, SKY, VERMILION, fmt_value
 from .style import NUM_FMT, Chart, base_layout, heatmap, line_layout, to_numpy
 
@@ -164,9 +164,40 @@ def _overlay(
     fig.add_trace(go.Heatmap(**trace))
 
 
-def _forbidden_marks(fig: go.Figure, forbidden: np.ndarray, n: int, height: int) -> None:
+def _leak_words(w: np.ndarray, keep: np.ndarray, q_labels: Sequence[str]) -> dict:
+    """What the × marks say in words: how many forbidden cells, how many of them hold weight
+    that leaked through the mask, how much at most and where, and which rows leak."""
+    nan = np.isnan(w)
+    marked = ~keep & ~nan
+    leaked = marked & (np.nan_to_num(w) > 0)
+    numbers = dict(n=int(marked.sum()), forbidden=int((~keep).sum()), nan=int((~keep & nan).sum()))
+    if not leaked.any():
+        return dict(say="marks.none", numbers=numbers)
+    share = np.where(marked, np.nan_to_num(w), 0.0)  # (T_q, T_k) weight on forbidden keys
+    r, c = np.unravel_index(np.argmax(share), share.shape)
+    rows = share.sum(1)
+    out = [i for i in np.flatnonzero(rows > 0)]
+    return dict(
+        say="marks.leak",
+        numbers=dict(
+            numbers,
+            cells=int(leaked.sum()),
+            rows=len(out),
+            top=num(float(share[r, c])),
+            row=q_labels[r],
+            key=int(c),
+            most=num(float(rows.max())),
+            which=", ".join(f"{q_labels[i]} ({num(float(rows[i]))})" for i in out[:16])
+            + (f" and {len(out) - 16} more" if len(out) > 16 else ""),
+        ),
+    )
+
+
+def _forbidden_marks(fig: go.Figure, forbidden: np.ndarray, n: int, height: int, words) -> None:
     """A small × on every forbidden cell: colour showing under it is weight that leaked."""
     if not forbidden.any():
+        if words["numbers"]["forbidden"]:  # every forbidden cell is in a NaN row: say so
+            fig.add_trace(go.Scatter(x=[None], y=[None], showlegend=False, meta=words))
         return
     x, y = _cells(forbidden)
     fig.add_trace(
@@ -181,8 +212,8 @@ def _forbidden_marks(fig: go.Figure, forbidden: np.ndarray, n: int, height: int)
             ),
             hoverinfo="skip",
             showlegend=False,
-            # read as what it marks, not as points (x: keys, y: queries)
-            meta=dict(say="marks.forbidden", numbers=dict(n=int(forbidden.sum()))),
+            # read as what it marks (and what leaked), not as points (x: keys, y: queries)
+            meta=words,
         )
     )
 
@@ -304,7 +335,8 @@ def weights_chart(
         words=dict(words="skip"),  # the grid's own blank cells say it (blank.nan)
     )
     fig.data[0].meta = dict(blank="nan")
-    _forbidden_marks(fig, ~keep & ~nan, max(T_q, T_k), height)
+    words = _leak_words(w, keep, q_labels)
+    _forbidden_marks(fig, ~keep & ~nan, max(T_q, T_k), height, words)
     return Chart(fig, caption)
 
 

@@ -198,6 +198,9 @@ def controls_area() -> Iterator[None]:
         yield
 
 
+WORDS_MAX = 40_000  # characters of one chart's words
+
+
 class InWords(NamedTuple):
     alt: str  # the chart's accessible name: its title and first data sentence
     text: str  # the whole description, shown under the chart
@@ -216,7 +219,12 @@ def in_words(chart: Chart) -> InWords:
     if kept is not None and kept[0] is say:
         return kept[1]
     text = chart.in_words(partial(content.words, "charts"))
-    words = InWords(". ".join(text.split(". ")[:2]).rstrip(".") + ".", text, escape(text, 6000))
+    # WORDS_MAX bounds what one chart may say (a mosaic of 144 heads on 64 tokens stays
+    # under it); a longer text would be cut with "…", so none is: describe reads the rest
+    # panels by their peaks only
+    words = InWords(
+        ". ".join(text.split(". ")[:2]).rstrip(".") + ".", text, escape(text, WORDS_MAX)
+    )
     object.__setattr__(chart, "_ui_in_words", (say, words))  # (a frozen dataclass)
     return words
 

@@ -31,7 +31,7 @@ from figures.parts import fmt_value
 from tests.support.apptest import no_exception, page_steps, run_page
 from tests.support.grid_words import check_axes, check_grid, trace_names
 from tests.support.word_templates import Sentences, items, same
-from tests.support.words import chart_words, value
+from tests.support.words import chart_words, close, value
 from ui import content
 
 PAGE = "pages/masks.py"
@@ -274,9 +274,30 @@ def weights_chart(s: Sentences, c: Case, safe: bool) -> None:
         nan = f" — {rows} NaN row{'s' * (rows != 1)}" if rows else ""
         s.take("title", title=f"Weights, plain softmax{nan}")
     check_grid(s, w, down=Q, across=K, rows=query_names(keep), blank="nan")
-    marked = ~keep & ~np.isnan(w)
-    if marked.any():
-        s.take("marks.forbidden", n=int(marked.sum()))
+    leaks(s, w, keep, query_names(keep))
+
+
+def leaks(s: Sentences, w: np.ndarray, keep: np.ndarray, names: list[str]) -> None:
+    """The × marks in words, recomputed: how many forbidden cells, how many carry an ×
+    (those holding a number), and the weight that leaked into them, where and how much."""
+    nan = np.isnan(w)
+    marked = ~keep & ~nan
+    if not (~keep).any():
+        return
+    counts = dict(forbidden=int((~keep).sum()), n=int(marked.sum()), nan=int((~keep & nan).sum()))
+    share = np.where(marked, np.nan_to_num(w), 0.0)  # weight on forbidden keys
+    if not (share > 0).any():
+        s.take("marks.none", **counts)
+        return
+    got = s.take("marks.leak", texts=("row", "which"), **counts)
+    rows = share.sum(1)
+    assert got["cells"] == int((share > 0).sum()) and got["rows"] == int((rows > 0).sum()), got
+    assert close(got["top"], float(share.max())) and close(got["most"], float(rows.max())), got
+    r = names.index(got["row"])
+    assert close(float(share[r, int(got["key"])]), float(share.max())), got  # that very cell
+    leaking = [names[i] for i in np.flatnonzero(rows > 0)]
+    said = [item.rsplit(" (", 1)[0] for item in got["which"].split(" and ")[0].split(", ")]
+    assert said == leaking[: len(said)] and len(said) == min(16, len(leaking)), (said, leaking)
 
 
 def fill_grid(s: Sentences, c: Case) -> None:
@@ -317,8 +338,8 @@ def cross_chart(s: Sentences, c: Case) -> None:
     w = torch.softmax(sc, -1).numpy()  # (T_q, T): padding on the keys only
     s.take("title", title=f"Cross-attention: {c.T_q} queries over {c.T} keys (example {b})")
     check_grid(s, w, down="decoder query", across="encoder key")
-    if lengths[b] < c.T:
-        s.take("marks.forbidden", n=c.T_q * (c.T - lengths[b]))
+    keep = np.broadcast_to(np.arange(c.T) < lengths[b], w.shape)
+    leaks(s, w, keep, [str(i) for i in range(c.T_q)])
 
 
 def bug_lengths(c: Case) -> list[int]:
@@ -483,3 +504,14 @@ def test_fix_every_row_of_a_tall_mask_is_counted():
     """Past 32 rows the counts ended in "…" (rows 32–47 dropped)."""
     text = chart_words(run_page(PAGE, tokens="48", step="Mask"))[0][1]
     assert "…" not in text and "47: 48." in text
+
+
+def test_fix_a_leak_is_said_not_only_drawn():
+    """At −1e4 in float32 with logits × 30000, rows 0–3 put all their weight on forbidden
+    keys: the plain softmax's words say so, and the safe path's say nothing leaked."""
+    at = run_page(PAGE, reveal=True, step="Weights", fill="-1e4", dtype="float32",
+                  logit_size="30000")  # fmt: skip
+    words = dict((w.split(".")[0], w) for _, w in chart_words(at))
+    plain_words = next(w for t, w in words.items() if t.startswith("Weights, plain"))
+    assert "Weight leaked through the mask into" in plain_words
+    assert "nothing leaked" in words["Weights, safe path (attn_core)"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -191,11 +192,17 @@ def alibi(charts, s) -> None:
     if s.h > MAX_SERIES:
         got = said.take("more", texts=("names",))
         assert got["n"] == s.h - MAX_SERIES
-        rest = got["names"].split(", ")
+        rest = got["names"].split("; ")
         assert len(rest) == s.h - MAX_SERIES
         for i, (text, m) in enumerate(zip(rest, slopes[MAX_SERIES:], strict=True), MAX_SERIES):
-            x = named(f"head {i} (slope {{m}})", "m").fullmatch(text)
+            e = np.exp(-m * delta)
+            w = e / e.sum()  # every head past the ones read in full: named, and summed up
+            x = re.fullmatch(named(f"head {i} (slope {{m}})", "m").pattern
+                             + r" from (?P<a>\S+) to (?P<b>\S+), lowest (?P<lo>\S+), "
+                             r"highest (?P<hi>\S+)", text)  # fmt: skip
             assert x and same(value(x["m"]), m), (text, m)
+            for k, true in (("a", w[0]), ("b", w[-1]), ("lo", w.min()), ("hi", w.max())):
+                assert same(value(x[k]), true), (text, k, true)
     said.done()
 
 

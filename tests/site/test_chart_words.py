@@ -101,7 +101,8 @@ def test_a_histogram_gives_its_range_and_fullest_bin():
     text = describe(go.Figure(go.Histogram(x=v, name="guesses")), say)
     counts, _ = np.histogram(v, bins=7)
     k = int(np.argmax(counts))
-    assert f"guesses: 7 values from 1 to 9; most of them ({counts[k]})" in text
+    assert "guesses: 7 values from 1 to 9; the fullest bin" in text
+    assert f"holds {counts[k]} of them" in text
 
 
 def test_an_empty_figure_says_so():
@@ -317,6 +318,9 @@ def test_a_flat_line_is_a_level_and_a_vertical_line_a_mark():
         layout=dict(xaxis_title="head"),
     )
     text = describe(fig, say)
+    points = go.Scatter(x=[1, 2, 4, 8], y=[0, 0, 0, 0], name="measured", mode="lines+markers")
+    flat = describe(go.Figure(points), say)
+    assert "measured: 4 points, x 1 to 8, every one at 0." in flat  # data, not a reference
     assert "the averaged map: a level line at 0.208." in text
     assert "your setting: a vertical line at head 64." in text
     assert "lowest 0.208" not in text and "at head 0.5" not in text
@@ -358,7 +362,8 @@ def test_a_cloud_of_points_is_not_read_as_a_curve():
 def test_every_series_past_the_ones_read_is_named():
     fig = go.Figure([go.Scatter(x=[0, 1], y=[i, i + 1], name=f"head {i}") for i in range(8)])
     text = describe(fig, say)
-    assert f"{8 - MAX_TRACES} more, with their numbers in the CSV: head 6, head 7." in text
+    assert f"{8 - MAX_TRACES} more, in brief (every number in the CSV): " in text
+    assert "head 6 from 6 to 7, lowest 6, highest 7; head 7 from 7 to 8" in text
 
 
 def test_declared_grids_name_every_panel_and_read_values_not_their_log():

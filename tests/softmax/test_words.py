@@ -176,8 +176,11 @@ def check_line(w: Sentences, name, x, y, across: str) -> dict:
         got = w.take("point", name=name, x=across)
         assert near(got["y"], y[0]) and near(got["at"], x[0]), (got, x, y)
         return got
-    if np.ptp(y.astype(np.float32)) == 0:
-        got = w.take("level", name=name)
+    if np.ptp(y.astype(np.float32)) == 0:  # a drawn level (two points) or flat data
+        # a guide line (a level) or measured points that happen to be flat (line.flat)
+        flat = w.has("line.flat", name=name, x=across, texts=("x0", "x1"))
+        got = (w.take("line.flat", name=name, x=across, texts=("x0", "x1")) if flat
+               else w.take("level", name=name))  # fmt: skip
         assert near(got["y"], y[0]), (got, y[0])
         return got
     got = w.take("line", name=name, x=across)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from figures.describe import positioned
 from tests.support.word_templates import Sentences, items, pattern, same
 from tests.support.words import value
 from ui import content
@@ -23,7 +24,9 @@ ROWS = 12  # figures.describe.MAX_ROWS: rows read one by one up to this many
 
 def names(labels: Sequence | None, n: int) -> list[str]:
     """Row or column names as the words write them: the labels, else 0..n-1."""
-    return [str(x) for x in labels] if labels is not None else [str(i) for i in range(n)]
+    return (
+        [str(x) for x in positioned(labels)] if labels is not None else [str(i) for i in range(n)]
+    )
 
 
 def holds(z: np.ndarray, rows: list[str], cols: list[str], row: str, col: str, v: float) -> bool:
@@ -71,7 +74,12 @@ def check_grid(
         s.take(f"blank.{blank}", n=int((~shown).sum()), total=z.size, following=True)
     if np.isin(vals, (0.0, 1.0)).all():  # a yes/no grid: counts, no "largest"
         ones = (np.where(shown, z, 0) == 1).sum(1)
-        counts = "; ".join(f"{rn[i]}: {int(k)}" for i, k in enumerate(ones[:ROWS]))
+        counts = "; ".join(
+            f"{rn[i]}: {int(k)}"
+            if shown[i].any()
+            else content.words("charts", "row.none", row=rn[i])
+            for i, k in enumerate(ones[:ROWS])
+        )
         counts += "" if R <= ROWS else content.words("charts", "rows.more", n=R - ROWS)
         s.take("heatmap.binary", ones=int(ones.sum()), total=int(shown.sum()), down=down,
                counts=counts, following=True)  # fmt: skip

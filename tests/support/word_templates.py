@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 
+from figures.describe import positioned
 from tests.support.words import NUMBER, close, value
 from ui import content
 
@@ -38,6 +39,8 @@ def pattern(key: str, texts: tuple[str, ...] = (), **known) -> str:
             out.append(f"(?P={name})")
         elif name in texts:
             out.append(f"(?P<{name}>.+?)")
+        elif f"{name}+" in texts:  # greedy: a list whose items may hold ". " (a "." token)
+            out.append(f"(?P<{name}>.+)")
         else:
             out.append(f"(?P<{name}>{NUMBER.pattern})")
         seen.add(name)
@@ -79,7 +82,9 @@ class Sentences:
         for m in found:
             self.spans.append(m.span())
             self.end = m.end()
-            return {k: (v if k in texts else value(v)) for k, v in m.groupdict().items()}
+            said = {k: (v if k in texts or f"{k}+" in texts else value(v))
+                    for k, v in m.groupdict().items()}  # fmt: skip
+            return said
         where = f" right after {self.text[: self.end][-60:]!r}" if following else ""
         raise AssertionError(f"no sentence {key!r} with {known}{where} in: {self.text}")
 
@@ -147,8 +152,8 @@ def check_grid(
     panel's name in a set of panels (then no row-by-row)."""
     z = np.asarray(z, dtype=float)
     R, C = z.shape
-    rows = [str(r) for r in (range(R) if rows is None else rows)]
-    cols = [str(c) for c in (range(C) if cols is None else cols)]
+    rows = [str(r) for r in (range(R) if rows is None else positioned(rows))]
+    cols = [str(c) for c in (range(C) if cols is None else positioned(cols))]
     shown = np.isfinite(z)
     vals = z[shown]
     if name:
@@ -164,9 +169,18 @@ def check_grid(
         got = s.take("heatmap.binary", texts=("counts",), down=down, following=True)
         ones = (np.where(shown, z, 0) == 1).sum(axis=1)
         assert (got["ones"], got["total"]) == (int(ones.sum()), int(shown.sum())), (name, got)
-        counts = "; ".join(f"{rows[i]}: {int(k)}" for i, k in enumerate(ones[:MAX_ROWS]))
+        counts = "; ".join(
+            f"{rows[i]}: {int(k)}"
+            if shown[i].any()
+            else content.words("charts", "row.none", row=rows[i])
+            for i, k in enumerate(ones[:MAX_ROWS])
+        )
         more = content.words("charts", "rows.more", n=R - MAX_ROWS) if R > MAX_ROWS else ""
         assert got["counts"] == counts + more, (name, got["counts"])
+        return
+    if vals.min() == vals.max() and vals.size > 1:  # no cell stands out: no "largest"
+        got = s.take("heatmap.flat", following=True)
+        assert same(got["v"], vals.min()), (name, got)
         return
     signed = bool(vals.min() < 0 < vals.max())
     key = np.where(shown, np.abs(z) if signed else z, -np.inf)
@@ -193,7 +207,7 @@ def check_grid(
 def check_panel_peaks(said: str, grids: dict, rows, cols) -> None:
     """`panels.rest`'s list: each panel named, with its largest value (by magnitude where
     signed) and where it is (row → column), any tied cell."""
-    rows, cols = [str(r) for r in rows], [str(c) for c in cols]
+    rows, cols = [str(r) for r in positioned(rows)], [str(c) for c in positioned(cols)]
     peaks = said.split("; ")
     assert len(peaks) == len(grids), (len(peaks), len(grids))
     for item, (name, z) in zip(peaks, grids.items(), strict=True):
