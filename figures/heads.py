@@ -128,18 +128,14 @@ def head_maps(
     # blank cells between panels; taller between the rows, where each head's label sits
     # (tall enough for a two-line head name on a phone, where a cell is 1–2 px)
     gap = (max(2, round(0.12 * T)), max(4, round(0.45 * T)))
-    traces, notes = _map_panels(w, to_numpy(previous_token), to_numpy(induction), jobs, gap)
+    prev, ind = to_numpy(previous_token), to_numpy(induction)
+    traces, notes = _map_panels(w, prev, ind, jobs, gap)
     x_axis, y_axis, bottom = _mosaic_axes(w.shape, gap, labels if token_ticks else None)
     fig = go.Figure(traces)
     fig.update_layout(**_maps_layout(L, bottom, notes, x_axis, y_axis))
     causal = np.tril(np.ones((T, T), bool))
-    names = [
-        f"L{l}H{h} (blank until your prediction is revealed)"  # the page hid it (its exercise)
-        if np.isnan(w[l, h]).all()
-        else f"L{l}H{h} ({JOB_TEXT[jobs[l][h]] or 'no clear job'})"
-        for l in range(L)
-        for h in range(w.shape[1])
-    ]
+    names = [_map_name(w[l, h], l, h, jobs[l][h], prev[l, h], ind[l, h])
+             for l in range(L) for h in range(w.shape[1])]  # fmt: skip
     words = tuple(
         Grid(
             np.where(causal, m, np.nan), "query position", "key position", name=name, blank="future"
@@ -152,6 +148,17 @@ def head_maps(
         alt="Grid of attention maps, one per layer and head",
         words=words,
     )
+
+
+def _map_name(w: np.ndarray, l: int, h: int, job: str, prev: float, ind: float) -> str:
+    """A map's name in words: its head, its job, and the two scores the job is read from
+    (what the picture's diagonal and stripe show); a map the page hides says so, no more."""
+    if np.isnan(w).all():  # the page hid it until its exercise is revealed
+        return f"L{l}H{h} (blank until your prediction is revealed)"
+    scores = f"previous-token score {num(float(prev))}"
+    if np.isfinite(ind):  # no repeated token: no induction score
+        scores += f", induction score {num(float(ind))}"
+    return f"L{l}H{h} ({JOB_TEXT[job] or 'no clear job'}; {scores})"
 
 
 def _map_panels(w, prev, ind, jobs, gap) -> tuple[list, list]:

@@ -332,6 +332,12 @@ def _probe_panel(fig: go.Figure, w: Any, pos: np.ndarray, r: int, c: int, rows: 
     fig.update_xaxes(row=r, col=c, title_text="key (pair) position")
 
 
+def _hits(name: str, w: Any, pos: np.ndarray) -> str:
+    """A panel's examples whose largest weight is on their matching key (the ringed one)."""
+    top = to_numpy(w)[: len(pos)].argmax(-1)
+    return f"{name} {int((top == pos).sum())} of {len(pos)}"
+
+
 def _ring_legend() -> go.Scatter:
     """The legend's entry for the rings: a dark one, readable on white."""
     return go.Scatter(
@@ -421,6 +427,7 @@ def probe_rows(
         *(Grid(to_numpy(w)[:rows], "example", "key (pair) position", name=name)
           for name, w in panels),
         Values("the matching key (ringed), by example", range(len(pos)), pos.astype(float)),
+        Said("probe.hits", hits="; ".join(_hits(name, w, pos) for name, w in panels)),
     )  # fmt: skip
     return Chart(fig, _probe_caption(before, after, position), words=words)
 

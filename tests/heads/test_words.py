@@ -134,8 +134,16 @@ def maps(charts, t) -> None:
     for k, name in enumerate(HEADS):
         l, h = divmod(k, H)
         z = np.where(causal, t.w[l, h], np.nan)
-        check_grid(s, z, "query position", "key position", name=f"{name} ({JOB[t.jobs[l][h]]})",
-                   blank="future", following=True)  # fmt: skip
+        # each panel named by its job and the two scores the job is read from
+        both = np.isfinite(t.ind[l, h])
+        text = f"{name} ({JOB[t.jobs[l][h]]}; previous-token score {{p}}"
+        text += ", induction score {i})" if both else ")"
+        said = named(text, *("p", "i")[: 1 + both])
+        check_grid(s, z, "query position", "key position", name=said, blank="future",
+                   following=True)  # fmt: skip
+        m = said.search(words)
+        assert same(value(m["p"]), t.prev[l, h]), (name, m["p"], t.prev[l, h])
+        assert not both or same(value(m["i"]), t.ind[l, h]), (name, m["i"], t.ind[l, h])
     s.done()
     assert "blank until" not in words  # revealed: the asked head's map is open (the fix)
 

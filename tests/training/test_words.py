@@ -83,6 +83,10 @@ def probe(words: str, spec: dict, before, after, position) -> None:
     said = [t.split(" ") for t in items(got["items"])]
     pos = [int(p) for p in position[:SHOWN]]
     assert got["n"] == SHOWN and said == [[str(i), str(p)] for i, p in enumerate(pos)], said
+    hits = s.take("probe.hits", texts=("hits",))["hits"]  # each panel: peaks on the ring
+    want = [f"{name} {int((np.asarray(w[:SHOWN], float).argmax(-1) == pos).sum())} of {SHOWN}"
+            for name, w in panels]  # fmt: skip
+    assert hits.split("; ") == want, (hits, want)
     s.done()
     assert all(y_down(spec, k) for k in spec["layout"] if k.startswith("yaxis"))  # example 0 on top
 
