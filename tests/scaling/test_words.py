@@ -22,8 +22,9 @@ import torch
 from attn_core import parse_dtype, random_qkv
 from attn_core.lessons import scaling as core
 from tests.support.apptest import no_exception, page_steps, run_page
+from tests.support.curve_words import check_line, near, take_axes, ties
 from tests.support.grid_words import check_grid, y_down
-from tests.support.word_templates import Sentences, items, same
+from tests.support.word_templates import Sentences, items
 from tests.support.words import NUMBER, chart_words, value
 from ui import content
 
@@ -49,17 +50,6 @@ CHARTS = {  # each step's charts, by the start of their titles, in page order
 }
 NUM = NUMBER.pattern
 ITEM = re.compile(rf"(?P<label>.+) (?P<v>{NUM})")  # "label value" in a list of the words
-
-
-def near(said: float, true: float, floor: float = 0.0) -> bool:
-    """`said` is `true` to 3 significant digits, as computed or as the chart's float32."""
-    return same(said, true, floor=floor) or same(said, float(np.float32(true)), floor=floor)
-
-
-def ties(y: np.ndarray, target: float) -> np.ndarray:
-    """Where `y` holds `target` (a tie: the words may name any of them)."""
-    y = np.asarray(y, dtype=float)
-    return np.flatnonzero(np.isclose(y, target, rtol=1e-5, atol=0) | (y == target))
 
 
 def url(p: dict) -> dict:
@@ -135,38 +125,6 @@ def draw(init: str, seed: int) -> dict:
 
 
 # ---------------------------------------------------------------- reading the words
-
-
-def take_axes(w: Sentences, spec: dict, x: str, y: str) -> None:
-    """The axes sentence, whose up or down is the one the chart draws (these all rise)."""
-    assert not y_down(spec), "a chart of this page drawn top-down"
-    w.take("axes", x=x, y=y, up=content.words("charts", "up"))
-
-
-def check_line(w: Sentences, name, x, y, across: str) -> dict:
-    """A curve's sentence against (x, y) (non-finite y: not drawn), ties allowed."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    ok = np.isfinite(y)
-    x, y = x[ok], y[ok]
-    if y.size == 1:
-        got = w.take("point", name=name, x=across)
-        assert near(got["y"], y[0]) and near(got["at"], x[0]), (got, x, y)
-        return got
-    if np.ptp(y.astype(np.float32)) == 0:  # a drawn level (two points) or flat data
-        # a guide line (a level) or measured points that happen to be flat (line.flat)
-        flat = w.has("line.flat", name=name, x=across, texts=("x0", "x1"))
-        got = (w.take("line.flat", name=name, x=across, texts=("x0", "x1")) if flat
-               else w.take("level", name=name))  # fmt: skip
-        assert near(got["y"], y[0]), (got, y[0])
-        return got
-    got = w.take("line", name=name, x=across)
-    assert got["n"] == y.size, (got, y.size)
-    for said, true in ((got["x0"], x[0]), (got["x1"], x[-1]), (got["last"], y[-1])):
-        assert near(said, true), (got, said, true)
-    for v, at, best in (("lo", "at_lo", y.min()), ("hi", "at_hi", y.max())):
-        assert near(got[v], best), (got, v, best)
-        assert any(near(got[at], x[i]) for i in ties(y, best)), (got, at, x[ties(y, best)])
-    return got
 
 
 def check_items(text: str, labels, values, floor: float = 0.0) -> None:

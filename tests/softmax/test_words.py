@@ -23,10 +23,10 @@ import torch.nn.functional as F
 from attn_core import DTYPES, parse_dtype, random_qkv
 from attn_core.lessons import softmax as core
 from tests.support.apptest import no_exception, page_steps, run_page
+from tests.support.curve_words import check_line, near, take_axes
 from tests.support.grid_words import check_grid, y_down
-from tests.support.word_templates import Sentences, items, same
+from tests.support.word_templates import Sentences, items
 from tests.support.words import NUMBER, chart_words, value
-from ui import content
 
 PAGE = "pages/softmax.py"
 F64 = torch.float64
@@ -56,18 +56,6 @@ CHARTS = {  # each step's charts, by the start of their titles, in page order
 NUM = NUMBER.pattern
 ITEM = re.compile(rf"(?P<label>.+) (?P<v>{NUM}|NaN)")  # "label value" in a list of the words
 PAIR = re.compile(rf"\((?P<a>{NUM}), (?P<b>{NUM})\)")
-
-
-def near(said: float, true: float, floor: float = 0.0) -> bool:
-    """`said` is `true` to 3 significant digits, as computed or as the chart's float32."""
-    return same(said, true, floor=floor) or same(said, float(np.float32(true)), floor=floor)
-
-
-def ties(y: np.ndarray, target: float) -> np.ndarray:
-    """Where `y` holds `target`, as computed or as drawn in float32 (any may be named)."""
-    y = np.asarray(y, dtype=float)
-    drawn = y.astype(np.float32) == np.float32(target)
-    return np.flatnonzero(np.isclose(y, target, rtol=1e-5, atol=0) | (y == target) | drawn)
 
 
 def url(p: dict) -> dict:
@@ -161,36 +149,6 @@ def dropout(p: float, training: bool, seed: int) -> SimpleNamespace:
 
 
 # ---------------------------------------------------------------- reading the words
-
-
-def take_axes(w: Sentences, spec: dict, x: str, y: str) -> None:
-    """The axes sentence, whose up is the one the chart draws (these all rise)."""
-    assert not y_down(spec), "a chart of this page drawn top-down"
-    w.take("axes", x=x, y=y, up=content.words("charts", "up"))
-
-
-def check_line(w: Sentences, name, x, y, across: str) -> dict:
-    """A curve's sentence against (x, y), ties allowed (a single point, a flat line too)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if y.size == 1:
-        got = w.take("point", name=name, x=across)
-        assert near(got["y"], y[0]) and near(got["at"], x[0]), (got, x, y)
-        return got
-    if np.ptp(y.astype(np.float32)) == 0:  # a drawn level (two points) or flat data
-        # a guide line (a level) or measured points that happen to be flat (line.flat)
-        flat = w.has("line.flat", name=name, x=across, texts=("x0", "x1"))
-        got = (w.take("line.flat", name=name, x=across, texts=("x0", "x1")) if flat
-               else w.take("level", name=name))  # fmt: skip
-        assert near(got["y"], y[0]), (got, y[0])
-        return got
-    got = w.take("line", name=name, x=across)
-    assert got["n"] == y.size, (got, y.size)
-    for said, true in ((got["x0"], x[0]), (got["x1"], x[-1]), (got["last"], y[-1])):
-        assert near(said, true), (got, said, true)
-    for v, at, best in (("lo", "at_lo", y.min()), ("hi", "at_hi", y.max())):
-        assert near(got[v], best), (got, v, best)
-        assert any(near(got[at], x[i]) for i in ties(y, best)), (got, at, x[ties(y, best)])
-    return got
 
 
 def check_bars(w: Sentences, name, labels, values) -> None:
