@@ -25,7 +25,7 @@ from tests.support.apptest import no_exception, page_steps, run_page
 from tests.support.curve_words import check_line, near, take_axes, ties
 from tests.support.grid_words import check_grid, y_down
 from tests.support.word_templates import Sentences, items
-from tests.support.words import NUMBER, chart_words, value
+from tests.support.words import NUMBER, chart_words, link_params, value
 from ui import content
 
 PAGE = "pages/scaling.py"
@@ -52,17 +52,9 @@ NUM = NUMBER.pattern
 ITEM = re.compile(rf"(?P<label>.+) (?P<v>{NUM})")  # "label value" in a list of the words
 
 
-def url(p: dict) -> dict:
-    """A setting as its link writes it (true, 20: as the controls read them)."""
-    return {
-        k: str(v).lower() if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else v
-        for k, v in p.items()
-    }
-
-
 @cache
 def page(setting: str, step: str) -> tuple:
-    at = run_page(PAGE, reveal=True, step=step, **url(SETTINGS[setting]))
+    at = run_page(PAGE, reveal=True, step=step, **link_params(SETTINGS[setting]))
     no_exception(at)
     return tuple(chart_words(at))
 

@@ -61,3 +61,11 @@ def by_title(at, start: str) -> str:
     found = [w for spec, w in chart_words(at) if w.startswith(start)]
     assert len(found) == 1, (start, [w[:60] for _, w in chart_words(at)])
     return found[0]
+
+
+def link_params(p: dict) -> dict:
+    """A setting as its link writes it (true, 20: as the controls read them)."""
+    return {
+        k: str(v).lower() if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else v
+        for k, v in p.items()
+    }
