@@ -213,7 +213,12 @@ def _lost(state: dict) -> dict | None:
 
 def sync(url_path: str) -> None:
     """Start of every page run: read the link, and bring a following page up to the room."""
-    st.session_state.pop(_SAID, None)
+    state = _state()
+    mending = bool(state and state.pop("mending", False))  # this run is a mend's (commit)
+    if state is not None:
+        state["a_mend"] = mending
+    if not mending:  # a mend's run keeps what the run before it said
+        st.session_state.pop(_SAID, None)
     _read_link()
     state = _state()
     if state is not None and state.get("token"):
@@ -265,10 +270,16 @@ def _follow(state: dict, view, url_path: str) -> None:
         target = next((x for x in LESSONS if x.url_path == view.page), None)
         if target is not None:
             replay.carry()  # the new page's run is this wake's too: it may be shared
-            st.switch_page(target.file, query_params={"room": state["code"]})
+            # The teacher's parameters in the new page's URL: its controls are new there,
+            # and Streamlit writes a control's value into the URL only once it existed.
+            link = {k: v for k, v in view.link.items() if v is not None}
+            st.switch_page(target.file, query_params={**link, "room": state["code"]})
+    # A control new on this page does not write the room's value into the URL (commit).
+    state["fresh"] = any(key not in st.session_state for key in view.values)
     for key, value in view.values.items():
         st.session_state[key] = value  # before any widget of this run exists
     state["values"] = view.values  # (a copy): what commit() checks the page shows
+    state["link"] = view.link  # ... and what its URL and links must carry
     q = view.question
     if q is not None and q.id != state["qid"]:  # a new question: everyone starts it afresh
         for key in (f"_predict_{q.key}", f"pick-{q.key}", f"guess-{q.key}"):
@@ -294,23 +305,61 @@ def publish(key: str, value: Any) -> None:
         store.commit(state["code"], state["token"])  # reaching the page's commit()
 
 
+OWN_PARAMS = frozenset({"room", "present"})  # a page's own words in its URL, not the class's
+
+
+def _url(keys: Any = None) -> dict[str, str]:
+    """This run's URL parameters (the last of a repeated one): those in `keys`, or all but
+    OWN_PARAMS."""
+    qp = st.query_params
+    return {
+        k: qp.get_all(k)[-1]
+        for k in qp
+        if (k in keys if keys is not None else k not in OWN_PARAMS) and qp.get_all(k)
+    }
+
+
 def commit() -> None:
-    """End of a page run: what the teacher's page shows now becomes the room's view. On a
-    following page, every control shows the teacher's value: a value the browser's own
-    URL put there (its Back button: Streamlit lets the URL win on history navigation)
-    sends the page round once more to take the room's (once per version)."""
+    """End of a page run: what the teacher's page shows now becomes the room's view, its
+    URL parameters with it. On a following page, every control shows the teacher's value
+    and the URL (so the links and the copy box) carries the teacher's parameters: a page
+    whose URL says otherwise (its Back button, where Streamlit lets the URL win; a join
+    link with the student's own values, where a new control does not write the URL) is
+    sent round once more to take the room's values as a change, which Streamlit writes
+    into the URL (once per version and URL)."""
     state = _state()
     if state and state.get("token"):
+        rooms().set_link(state["code"], state["token"], _url())
         rooms().commit(state["code"], state["token"])
         return
     drawn = state.pop("drawn", None) if state else None
-    if not drawn or not state.get("following") or state.get("mended") == state.get("seen"):
+    if not state or not state.get("following") or state.get("console"):
         return
     room = state.get("values") or {}
-    if any(k in drawn and not _same(drawn[k], v) for k, v in room.items()):
-        state["mended"], state["seen"] = state.get("seen"), -1  # -1: take the view again
+    link = state.get("link") or {}
+    keys = [k for k in room if drawn and k in drawn]  # the teacher's controls drawn here
+    url = _url(keys)
+    shown = any(not _same(drawn[k], room[k]) for k in keys)
+    # The URL says what the teacher's does: a parameter it holds says the teacher's (a
+    # parameter too long to pass on, None, is not compared), and after a join, where the
+    # controls were new, it holds every one the teacher's holds. (Only then: a teacher's
+    # URL that spells out a default would send every follower round on every change, as
+    # Streamlit leaves a default out of a follower's URL.)
+    said = any(k in url and link.get(k, "") is not None and url[k] != link.get(k) for k in keys)
+    fresh = state.pop("fresh", False)
+    said |= fresh and any(link.get(k) is not None and k not in url for k in keys)
+    # Never twice in a row: a mend's own run that still differs stays as it is.
+    if (shown or said) and not state.get("a_mend"):
+        state["seen"], state["mending"] = -1, True  # -1: take the view again
         stats["mended"] += 1
-        replay.trace("a follower's page showed its own URL's value: run again")
+        replay.trace("a follower's page or URL showed its own value: run again")
+        if fresh:
+            # A join link's own value: Streamlit writes a control's value into the URL
+            # only in a run after the control's first whole run, and a rerun asked from
+            # inside that run comes too soon. Wake the page once this run has ended.
+            waker = wake.here(stale=lambda: state.get("following") and state["seen"] == -1)
+            if waker is not None and waker():
+                return
         st.rerun()
 
 
@@ -543,7 +592,8 @@ def _show_key(show: bool) -> None:
 
 def banner() -> None:
     """Under the page title: notes about the room link, and where this session stands."""
-    for message in [*st.session_state.pop(_SAID, []), st.session_state.pop(_DOOR, "")]:
+    # The notes stay until the next run's sync(): a mend's run (commit) says them again.
+    for message in [*st.session_state.get(_SAID, []), st.session_state.pop(_DOOR, "")]:
         if message:
             st.warning(message, icon=":material/groups:")
     state = _state()

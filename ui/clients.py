@@ -16,8 +16,13 @@ ATTN_TRUSTED_PROXIES (addresses or networks, comma-separated: `127.0.0.1`, `10.0
 `client_address` undoes what the server did with the header, then walks the header from
 the right through the trusted proxies only:
 
-- no header: the connection's address (None on localhost, also where a dual-stack server
-  reports it as ::ffff:127.0.0.1: each browser session is then its own client);
+- no header (or one that lists no address): the connection's address; on loopback
+  (127.0.0.1, ::1, a dual-stack server's ::ffff:127.0.0.1) every such connection is one
+  client, `LOCAL`. The app cannot tell a browser on this machine from an SSH tunnel or a
+  local proxy that adds no header, and a limit that counted each browser session there
+  would bound nothing: 60 fresh sessions opened all 50 rooms in 3.6 s (issue 49's
+  outside review). A class reaches a teacher's laptop over its network address, so this
+  costs a real class nothing;
 - a header, and the connection came from a proxy the operator trusts: the first address
   from the right that is not a trusted proxy (the client the nearest proxy saw);
 - a header the operator did not ask to trust: the connection's own address; where the
@@ -38,6 +43,7 @@ from collections.abc import Iterable, Sequence
 
 LOOPBACK = ("127.0.0.1", "::1")  # what Streamlit's server trusts the header from
 PROXIED = "a proxy on this machine (its X-Forwarded-For is not trusted)"
+LOCAL = "this machine (a connection from loopback without a forwarded address)"
 MAX_HOPS = 32  # a longer header is cut from the left: only its right end is ever read
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -110,15 +116,15 @@ def client_address(
 ) -> str | None:
     """The address a limit counts against. `reported`: the address Streamlit reports
     (st.context.ip_address: None for loopback); `forwarded`: the connection's
-    X-Forwarded-For headers; `trusted`: the operator's trusted proxies. None: a loopback
-    connection without a header (the caller counts its browser session instead)."""
+    X-Forwarded-For headers; `trusted`: the operator's trusted proxies. LOCAL: a
+    loopback connection without an address in a header, all of them one client."""
     listed = hops(forwarded)
     reported = _canon(reported)
     # A loopback peer: the server reports None for 127.0.0.1 and ::1, but a dual-stack
     # server's ::ffff:127.0.0.1 as it is (and then ignores the header itself).
     loopback = reported is None or _in(reported, _LOOP)
-    if not listed:
-        return None if loopback else reported
+    if not listed:  # no address in a header: a real peer's own, or this machine
+        return reported if not loopback and _ip(reported or "") is not None else LOCAL
     # The connection itself: loopback where the server took `reported` from the header.
     from_loopback = loopback or reported == _canon(_servers_pick(listed))
     peer = LOOPBACK[0] if from_loopback else reported
@@ -136,7 +142,8 @@ _TRUSTED = trusted_proxies()  # read once per process
 
 def connected() -> str | None:
     """The address of the browser session running this script, as `client_address` reads
-    it (None: a loopback connection without a header, AppTest, no session)."""
+    it (None: no real connection, as in AppTest, or no session: the caller counts the
+    session instead)."""
     import streamlit as st
 
     try:
@@ -144,6 +151,8 @@ def connected() -> str | None:
         forwarded = st.context.headers.get_all("X-Forwarded-For")
     except Exception:  # no client context (a thread of its own, a bare script)
         return None
+    if reported is not None and not isinstance(reported, str):
+        return None  # no real connection: AppTest's runtime reports a stand-in object
     address = client_address(reported, forwarded, _TRUSTED)
     if address == PROXIED:
         from .runtime import logs

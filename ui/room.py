@@ -57,6 +57,7 @@ MAX_TEXT = 120  # characters of a question's text the history keeps
 PAIR_S = 120.0  # a device's request to be the teacher's console waits this long
 MAX_PAIRS = 8  # such requests one room holds at once (then new ones wait their turn)
 MAX_VALUES = 200  # control values one room holds
+MAX_LINK = 2_000  # characters of one URL parameter a room passes on (a link, not a text)
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
 RECLAIM_S = 10 * 60  # a room whose teacher's page has gone waits this long for the key
 HEARD_S = 120.0  # a teacher with no Presence (no runtime) counts as here when heard within
@@ -181,6 +182,9 @@ class View:
     # (page, exercise key): answers the teacher revealed without asking the class
     opened: frozenset[tuple[str, str]] = frozenset()
     paused: bool = False  # the teacher paused the class: pages hold what they show
+    # The teacher's address bar as it left that page (its controls' parameters, as the
+    # URL writes them): a follower's own URL and links must say the same (issue 49).
+    link: dict[str, str | None] = field(default_factory=dict)  # None: too long to pass on
 
 
 @dataclass
@@ -207,6 +211,8 @@ class Room:
     values: dict[str, Any] = field(default_factory=dict)
     shown_page: str | None = None  # what the followers see: the last commit
     shown_values: dict[str, Any] = field(default_factory=dict)
+    link: dict[str, str | None] = field(default_factory=dict)  # the teacher's URL, this run
+    shown_link: dict[str, str | None] = field(default_factory=dict)  # ... at the last commit
     version: int = 0
     dirty: bool = False
     students: dict[str, float] = field(default_factory=dict)  # student id -> last seen
@@ -411,7 +417,7 @@ class Rooms:
             if room is None:
                 return False
             if room.page != page:
-                room.page, room.values, room.dirty = page, {}, True
+                room.page, room.values, room.link, room.dirty = page, {}, {}, True
             return True
 
     def set(self, code: str, token: str, key: str, value: Any) -> bool:
@@ -427,6 +433,22 @@ class Rooms:
                 room.dirty = True
             return True
 
+    def set_link(self, code: str, token: str, link: dict[str, str]) -> bool:
+        """The teacher's URL parameters as this run leaves them (published at the next
+        commit, with the values): at most MAX_VALUES of them, each at most MAX_LINK
+        characters (a longer one is None: followers then neither copy nor compare it)."""
+        link = {
+            str(k): (str(v) if len(str(v)) <= MAX_LINK else None)
+            for k, v in list(link.items())[:MAX_VALUES]
+        }
+        with self._lock:
+            room = self._own(code, token)
+            if room is None:
+                return False
+            if room.link != link:
+                room.link, room.dirty = link, True
+            return True
+
     def commit(self, code: str, token: str) -> int | None:
         """Publish what changed since the last commit: the version goes up once."""
         with self._lock:
@@ -436,6 +458,7 @@ class Rooms:
             wake = []
             if room.dirty and not room.paused:  # paused: the class holds what it shows
                 room.shown_page, room.shown_values = room.page, copy.deepcopy(room.values)
+                room.shown_link = dict(room.link)
                 wake = room.bump()
                 room.dirty = False
             version = room.version
@@ -522,6 +545,7 @@ class Rooms:
             room.paused = paused
             if not paused and room.dirty:
                 room.shown_page, room.shown_values = room.page, copy.deepcopy(room.values)
+                room.shown_link = dict(room.link)
                 room.dirty = False
             wake = room.bump()
         self._wake(code, wake)
@@ -713,7 +737,7 @@ class Rooms:
             gone = room.gone is not None
             opened = frozenset(room.opened)
             return View(room.version, room.shown_page, values, question, following, gone, opened,
-                        room.paused)  # fmt: skip
+                        room.paused, dict(room.shown_link))  # fmt: skip
 
     def opened_answers(self, code: str) -> frozenset[tuple[str, str]]:
         """View.opened alone (no copy of the values): what a page's exercises ask."""

@@ -15,6 +15,7 @@ Nothing here asserts a time: each test asserts what reached whom, and counts.
 from __future__ import annotations
 
 import statistics
+import time
 from pathlib import Path
 
 import pytest
@@ -120,6 +121,24 @@ def test_made_up_forwarded_addresses_count_as_one_client(server):
             c.__exit__(None, None, None)
 
 
+def test_header_less_sessions_from_this_machine_count_as_one_client(server):
+    """Issue 49's outside review: a loopback connection with no address in a header (an
+    SSH tunnel, a local proxy that adds none, `X-Forwarded-For: ,`) counted each browser
+    session as a client of its own, and 60 fresh sessions held all 50 rooms."""
+    base, _ = server
+    opened, sockets = 0, []
+    try:
+        for i in range(room.ROOMS_PER_CLIENT + 3):
+            headers = {"X-Forwarded-For": ","} if i % 2 else {}
+            c = WsClient(base, headers=headers)
+            sockets.append(c.__enter__())
+            opened += "Class **" in " ".join(c.run(page="scaling", query="room=new").texts)
+        assert opened <= room.ROOMS_PER_CLIENT  # one client, however many sessions
+    finally:
+        for c in sockets:
+            c.__exit__(None, None, None)
+
+
 def test_a_browser_cannot_empty_the_server_s_caches(server):
     base, _ = server
     with WsClient(base) as teacher, WsClient(base) as visitor, WsClient(base) as student:
@@ -159,3 +178,45 @@ def test_a_follower_s_links_and_controls_show_the_teacher_s_values(server):
         back = student.read_run(timeout=60)
         assert any("Following the teacher" in t for t in back.texts)
         assert _slider(back, "d_k") == "512"
+
+
+def _presenter(run) -> str:
+    links = [e.page_link for e in run.elements if e.WhichOneof("type") == "page_link"]
+    return next((x.query_string for x in links if x.label == "Presenter mode"), "")
+
+
+def _settled(client: WsClient, run, want: str, timeout: float = 30.0):
+    """The follower's runs until its URL carries `want` (a join's mend is a second run,
+    woken once the first has ended); the last run read."""
+    end = time.monotonic() + timeout
+    while want not in (run.query or "").split("&") and time.monotonic() < end:
+        more = client.read_run(timeout=max(0.1, end - time.monotonic()))
+        if more.finished is None:
+            break
+        run = more
+    return run
+
+
+def test_a_follower_who_joins_or_goes_back_with_its_own_values_shows_and_links_the_teacher_s(
+    server,
+):
+    """Issue 49's outside review: a student who joined with `&d_k=1` while the teacher was
+    at 512 showed 512 but kept d_k=1 in its address, presenter link and copy box; a
+    second Back (to its own join URL) showed 1 under "Following the teacher"."""
+    base, _ = server
+    with WsClient(base) as teacher, WsClient(base) as student, WsClient(base) as late:
+        first = teacher.run(page="scaling", query="room=new")
+        code = class_code(first)
+        teacher.run(query=f"room={code}&d_k=512", widgets=[dial(first.widget_id("d_k"), "512")])
+        for who in (student, late):
+            joined = _settled(who, who.run(page="scaling", query=f"room={code}&d_k=1"), "d_k=512")
+            assert any("Following the teacher" in t for t in joined.texts)
+            assert _slider(joined, "d_k") == "512"
+            assert "d_k=512" in joined.query.split("&")
+            assert "d_k=512" in _presenter(joined).split("&")
+        for _ in range(3):  # Back, to the join link's own value, again and again
+            student.send_rerun(query=f"room={code}&d_k=1", history=True)
+            back = _settled(student, student.read_run(timeout=60), "d_k=512")
+            assert any("Following the teacher" in t for t in back.texts)
+            assert _slider(back, "d_k") == "512"
+            assert "d_k=1" not in _presenter(back).split("&")

@@ -22,9 +22,17 @@ def servers_report(peer: str, header: list[str]) -> str | None:
     return peer
 
 
-def test_no_header_is_the_connection_and_loopback_is_each_session():
+def test_no_header_is_the_connection_and_loopback_is_one_client():
+    """A loopback connection with no address in a header is this machine: a browser here,
+    an SSH tunnel or a local proxy that adds no header look the same, so all count as one
+    (issue 49's review: 60 fresh header-less sessions filled all 50 rooms)."""
     assert C.client_address("203.0.113.7", [], NONE) == "203.0.113.7"
-    assert C.client_address(None, [], NONE) is None  # localhost: the browser session counts
+    for trusted in (NONE, LOCAL):
+        assert C.client_address(None, [], trusted) == C.LOCAL
+        assert C.client_address("::1", [], trusted) == C.LOCAL
+        for empty in ([","], [" , "], [""], [",", ""]):  # a header that lists nobody
+            assert C.client_address(None, empty, trusted) == C.LOCAL
+            assert C.client_address("", empty, trusted) == C.LOCAL
 
 
 def test_made_up_addresses_through_loopback_are_one_client_unless_trusted():
@@ -66,7 +74,7 @@ def test_a_dual_stack_server_s_mapped_addresses_are_the_ipv4_ones():
     neither Streamlit nor uvicorn then takes the header (the review of issue 49 saw
     ip_address '::ffff:127.0.0.1' with the header untouched)."""
     mapped = "::ffff:127.0.0.1"
-    assert C.client_address(mapped, [], NONE) is None  # localhost: each session its own
+    assert C.client_address(mapped, [], NONE) == C.LOCAL  # localhost: one client
     header = ["198.51.100.4, 203.0.113.9"]
     assert C.client_address(mapped, header, LOCAL) == "203.0.113.9"  # nginx on this host
     assert C.client_address(mapped, header, C.trusted_proxies("127.0.0.0/8")) == "203.0.113.9"

@@ -49,6 +49,8 @@ class Run:
     page_hash: str = ""
     timers: list = field(default_factory=list)  # fragment ids the run asked to rerun
     places: dict = field(default_factory=dict)  # delta path: index in `elements`
+    bytes: int = 0  # the run's ForwardMsgs as they came over the wire (bench/split.py)
+    query: str | None = None  # the URL's query as the run last set it (None: it did not)
 
     def of(self, kind: str) -> list:
         return [getattr(e, kind) for e in self.elements if e.WhichOneof("type") == kind]
@@ -128,7 +130,9 @@ class WsClient:
                 break
             fm = ForwardMsg.FromString(raw)
             kind = fm.WhichOneof("type")
+            run.bytes += len(raw)
             if kind == "new_session":
+                run.bytes = len(raw)
                 run.elements.clear()  # a new run started: what came before was another's
                 run.places.clear()
                 run.timers.clear()
@@ -146,6 +150,8 @@ class WsClient:
                     run.elements.append(fm.delta.new_element)
                 else:
                     run.elements[at] = fm.delta.new_element
+            elif kind == "page_info_changed":
+                run.query = fm.page_info_changed.query_string
             elif kind == "auto_rerun":
                 run.timers.append(fm.auto_rerun.fragment_id)
             elif kind == "script_finished":
