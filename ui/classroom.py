@@ -157,7 +157,8 @@ def _read_link() -> None:
         return
     if state and state["code"] == code:
         return
-    join = rooms().join(code, _client())  # rate-limited: codes cannot be guessed quickly
+    # Rate-limited: codes cannot be guessed quickly; a join link's ticket always gets in.
+    join = rooms().join(code, _client(), st.query_params.get("ticket"))
     if not join.ok:
         _say("slow", s=join.wait_s) if join.slow else _say("no_class", code=code)
         return
@@ -169,6 +170,7 @@ def _follow_room(code: str) -> dict:
     state = {"code": code, "following": True, "seen": -1, "qid": 0}
     st.session_state[_ROOM] = state
     st.query_params["room"] = code  # one clean parameter, in capitals
+    st.query_params.pop("ticket", None)  # used: the student's own links do not pass it on
     return state
 
 
@@ -305,7 +307,9 @@ def publish(key: str, value: Any) -> None:
         store.commit(state["code"], state["token"])  # reaching the page's commit()
 
 
-OWN_PARAMS = frozenset({"room", "present"})  # a page's own words in its URL, not the class's
+OWN_PARAMS = frozenset(
+    {"room", "present", "ticket"}
+)  # a page's own words in its URL, not the class's
 
 
 def _url(keys: Any = None) -> dict[str, str]:
@@ -345,7 +349,10 @@ def commit() -> None:
     # controls were new, it holds every one the teacher's holds. (Only then: a teacher's
     # URL that spells out a default would send every follower round on every change, as
     # Streamlit leaves a default out of a follower's URL.)
-    said = any(k in url and link.get(k, "") is not None and url[k] != link.get(k) for k in keys)
+    said = any(
+        k in url and link.get(k, "") is not None and not _same_text(url[k], link.get(k))
+        for k in keys
+    )
     fresh = state.pop("fresh", False)
     said |= fresh and any(link.get(k) is not None and k not in url for k in keys)
     # Never twice in a row: a mend's own run that still differs stays as it is.
@@ -361,6 +368,20 @@ def commit() -> None:
             if waker is not None and waker():
                 return
         st.rerun()
+
+
+def _same_text(a: str | None, b: str | None) -> bool:
+    """Two URL values that mean the same: equal, or the same number (a hand-typed
+    `tokens=020` is the 20 Streamlit writes), or the same yes/no."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return a.strip().lower() == b.strip().lower()
+    return x == y or (x != x and y != y)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -638,7 +659,7 @@ MAX_HOST = 260  # a longer host name cannot be a real one: the link goes without
 
 def join_url(code: str) -> str:
     """The address students open: the server's base URL (the app's root, whatever page
-    or path the teacher is on) with the room's code."""
+    or path the teacher is on) with the room's code and its ticket."""
     from streamlit import config
 
     parts = urlsplit(st.context.url or "")
@@ -647,7 +668,8 @@ def join_url(code: str) -> str:
     if len(host) > MAX_HOST or not host:
         root = ""
     base = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"{root}/{base + '/' if base else ''}?room={code}"
+    ticket = rooms().ticket(code)  # this link always gets in (Rooms.join)
+    return f"{root}/{base + '/' if base else ''}?room={code}&ticket={ticket}"
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

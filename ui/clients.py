@@ -27,7 +27,7 @@ the right through the trusted proxies only:
   from the right that is not a trusted proxy (the client the nearest proxy saw);
 - a header the operator did not ask to trust: the connection's own address; where the
   server took it from the header (the connection came from loopback), every such
-  connection is one client, `PROXIED`.
+  connection is the same one client, `LOCAL`.
 
 `connected()` is the one place the app asks: class mode's limits (ui.classroom) and the
 heavy-job line's turns (ui.jobs) count the same client. The rest is plain Python, no
@@ -42,8 +42,12 @@ import os
 from collections.abc import Iterable, Sequence
 
 LOOPBACK = ("127.0.0.1", "::1")  # what Streamlit's server trusts the header from
-PROXIED = "a proxy on this machine (its X-Forwarded-For is not trusted)"
-LOCAL = "this machine (a connection from loopback without a forwarded address)"
+# Every connection from this machine the operator did not name as a proxy: with no header,
+# a header with no address, or one the operator did not ask to trust (made-up addresses,
+# `unknown`). One client, so one allowance: it was two (one each way) until the second
+# outside review of issue 49 found this machine holding 10 rooms and guessing 0.4 a second.
+LOCAL = "this machine (a connection from loopback, no trusted proxy's address)"
+PROXIED = LOCAL  # (its old name: a header through loopback that is not trusted)
 MAX_HOPS = 32  # a longer header is cut from the left: only its right end is ever read
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -154,7 +158,7 @@ def connected() -> str | None:
     if reported is not None and not isinstance(reported, str):
         return None  # no real connection: AppTest's runtime reports a stand-in object
     address = client_address(reported, forwarded, _TRUSTED)
-    if address == PROXIED:
+    if address == LOCAL and hops(forwarded):  # a header arrived, and was not trusted
         from .runtime import logs
 
         logs.say(logging.getLogger(__name__), "clients.proxied",

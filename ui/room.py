@@ -57,6 +57,7 @@ MAX_TEXT = 120  # characters of a question's text the history keeps
 PAIR_S = 120.0  # a device's request to be the teacher's console waits this long
 MAX_PAIRS = 8  # such requests one room holds at once (then new ones wait their turn)
 MAX_VALUES = 200  # control values one room holds
+TICKET_LEN = 12  # hex characters of a join link's ticket: 48 bits, not to be guessed
 MAX_LINK = 2_000  # characters of one URL parameter a room passes on (a link, not a text)
 IDLE_S = 3 * 3600  # a room untouched for this long has ended
 RECLAIM_S = 10 * 60  # a room whose teacher's page has gone waits this long for the key
@@ -254,6 +255,7 @@ class Rooms:
         self._lock = threading.Lock()
         self._clock = clock
         self._knocks: dict[str, tuple[float, float]] = {}  # client -> (tokens, when)
+        self._secret = secrets.token_bytes(32)  # join links' tickets (ticket()), per process
 
     def __len__(self) -> int:
         with self._lock:
@@ -309,13 +311,25 @@ class Rooms:
             }
         return 0.0
 
-    def join(self, code: str, client: str) -> Join:
+    def ticket(self, code: str) -> str:
+        """The join link's ticket for room `code`: TICKET_LEN characters of an HMAC of the
+        code under this server's secret, which nobody can make without the link."""
+        mac = hmac.new(self._secret, code.encode(), "sha256").hexdigest()
+        return mac[:TICKET_LEN].upper()
+
+    def join(self, code: str, client: str, ticket: str | None = None) -> Join:
         """Whether room `code` exists, for a session of `client` about to follow it;
-        rate-limited per client (a code that names no room costs MISS_COST)."""
+        rate-limited per client (a code that names no room costs MISS_COST). A join link's
+        right `ticket` is never refused: a class behind one address (a school's router,
+        Streamlit Cloud's proxy, this machine) shares one allowance, and a stranger who
+        spends it guessing must not keep the class out (the second outside review of
+        issue 49). A typed code has no ticket and pays as before."""
         with self._lock:
             self._purge()
             now = self._clock()
             exists = code in self._rooms
+            if exists and ticket and hmac.compare_digest(self.ticket(code), ticket.upper()):
+                return Join(True)
             wait = self._spend(client, HIT_COST if exists else MISS_COST, now)
             return Join(exists and not wait, bool(wait), wait)
 

@@ -14,6 +14,7 @@ Nothing here asserts a time: each test asserts what reached whom, and counts.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from pathlib import Path
@@ -28,7 +29,7 @@ from tests.support.attacks import (
     dial,
     race_try,
 )
-from tests.support.browser import traced_server
+from tests.support.browser import streamlit_server, traced_server
 from tests.support.wsclient import WsClient, string_state
 from ui import room
 from ui.runtime import gate
@@ -114,11 +115,22 @@ def test_made_up_forwarded_addresses_count_as_one_client(server):
                     break
                 opened += 1
         assert opened == room.ROOMS_PER_CLIENT  # one client, however many addresses
-        with WsClient(base) as teacher:  # a teacher without the header: a room
-            assert "Class **" in " ".join(teacher.run(page="scaling", query="room=new").texts)
+        with WsClient(base) as teacher:  # ... and the same one as this machine without one
+            assert "Class **" not in " ".join(teacher.run(page="scaling", query="room=new").texts)
     finally:
         for c in sockets:
             c.__exit__(None, None, None)
+    _room_again(base)  # once they have gone, this machine opens a class again
+
+
+def _room_again(base: str, tries: int = 50) -> None:
+    """A teacher from this machine gets a room, once the server has seen the sockets of
+    the rooms before close (each try is a run, not a sleep)."""
+    for _ in range(tries):
+        with WsClient(base) as teacher:
+            if "Class **" in " ".join(teacher.run(page="scaling", query="room=new").texts):
+                return
+    raise AssertionError("this machine got no room after its other rooms' sockets closed")
 
 
 def test_header_less_sessions_from_this_machine_count_as_one_client(server):
@@ -137,6 +149,34 @@ def test_header_less_sessions_from_this_machine_count_as_one_client(server):
     finally:
         for c in sockets:
             c.__exit__(None, None, None)
+    _room_again(base)
+
+
+def test_a_guesser_on_the_class_s_address_cannot_keep_the_class_out():
+    """The second outside review of issue 49: header-less sessions from this machine share
+    one allowance, and a stranger's wrong codes kept students with the right one out. The
+    join link's ticket (the QR code, the join screen) always gets in; a typed code waits.
+    (A server of its own: the allowance it spends is this machine's, which the module's
+    other tests share.)"""
+    with streamlit_server() as base, WsClient(base) as teacher:
+        first = teacher.run(page="scaling", query="room=new")
+        code = class_code(first)
+        ticket = re.search(r"ticket=([0-9A-F]+)", " ".join(first.texts)).group(1)
+        slowed = False
+        for _ in range(int(room.JOIN_BURST // room.MISS_COST) + 5):
+            with WsClient(base) as guesser:  # a fresh session a guess, as a script would
+                said = " ".join(guesser.run(page="scaling", query="room=AAAAAA").texts)
+            if "tried from your network" in said:
+                slowed = True
+                break
+        assert slowed
+        # (A typed code then waits for the allowance: tests/kit/test_room.py, on a clock
+        # of its own; here the refill would race the runs.)
+        with WsClient(base) as linked:
+            run = linked.run(page="scaling", query=f"room={code}&ticket={ticket}")
+            assert any("Following the teacher" in t for t in run.texts)
+            run = _settled(linked, run, f"room={code}")
+            assert "ticket" not in (run.query or "")  # used: not passed on by the student
 
 
 def test_a_browser_cannot_empty_the_server_s_caches(server):

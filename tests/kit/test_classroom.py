@@ -358,7 +358,9 @@ def test_the_join_link_is_the_servers_base_url_and_the_code(monkeypatch):
     monkeypatch.setattr(type(st_context()), "url", property(lambda self: long))
     at.run()
     no_exception(at)
-    assert f"http://class.example:8501/?room={code}" in " ".join(m.value for m in at.markdown)
+    # ... and its ticket, with which the link always gets in (ui.room.Rooms.join)
+    link = rf"http://class\.example:8501/\?room={code}&ticket=[0-9A-F]{{{R.TICKET_LEN}}}\b"
+    assert re.search(link, " ".join(m.value for m in at.markdown))
     assert at.get("imgs") or at.get("image")  # the QR code is drawn
     assert classroom.qr_png("x" * 5000) is None  # more than a QR code holds: no image
 

@@ -316,6 +316,27 @@ def test_joins_and_key_tries_are_rate_limited_per_client(store):
     assert allowed >= seconds * R.JOIN_PER_S / R.MISS_COST - 1  # and it does get them
 
 
+def test_a_join_link_s_ticket_gets_in_when_a_guesser_has_spent_the_address_s_allowance(store):
+    """The second outside review of issue 49: every visitor from one address (this machine,
+    a school's router, Streamlit Cloud's proxy) shares one allowance, so a stranger
+    guessing codes kept the whole class out, right code and all."""
+    rooms, _ = store
+    code, _ = opened(rooms, "address t", Session())
+    other, _ = opened(rooms, "address u", Session())
+    while not rooms.join("A" * R.CODE_LEN, "address a").slow:  # the guesser
+        pass
+    assert rooms.join(code, "address a").slow  # a typed code waits, as before
+    ticket = rooms.ticket(code)
+    assert len(ticket) == R.TICKET_LEN and ticket != rooms.ticket(other)
+    assert all(rooms.join(code, "address a", ticket).ok for _ in range(R.MAX_STUDENTS))
+    assert rooms.join(code, "address a", ticket.lower()).ok  # as a phone may type it
+    # A ticket opens its own room only, and a made-up one pays like a typed code.
+    assert rooms.join(other, "address a", ticket).slow
+    assert rooms.join(code, "address a", "0" * R.TICKET_LEN).slow
+    assert not rooms.join("B" * R.CODE_LEN, "address a", ticket).ok
+    assert R.Rooms().ticket(code) != ticket  # another server's secret, another ticket
+
+
 def test_answers_are_bounded_per_client_and_numbers_must_be_finite(store, monkeypatch):
     rooms, _ = store
     monkeypatch.setattr(R, "ANSWERS_PER_CLIENT", 3)
