@@ -350,7 +350,10 @@ def commit() -> None:
     # URL that spells out a default would send every follower round on every change, as
     # Streamlit leaves a default out of a follower's URL.)
     said = any(
-        k in url and link.get(k, "") is not None and not _same_text(url[k], link.get(k))
+        k in url
+        and link.get(k, "") is not None
+        and not _same_text(url[k], link.get(k))
+        and not _same_text(url[k], str(room[k]))  # it says what is shown (a lagging link)
         for k in keys
     )
     fresh = state.pop("fresh", False)

@@ -262,12 +262,13 @@ def test_every_chart_says_what_the_lesson_computes(setting, step):
 
 def test_a_move_of_exactly_zero_is_said_as_zero():
     """With two tokens a shuffle swaps them, and without a mask or positions (or with ALiBi,
-    which sees |m − n| only) each output comes back exactly: the chart draws 0 at the log
-    axis' floor (10⁻⁹), and its words say 0, not the floor."""
+    which sees |m − n| only) each output comes back, up to float32's round-off (exactly on
+    most machines; one CI run measured 6e-08, the order of a sum): the chart draws a 0 at
+    the log axis' floor (10⁻⁹), and its words say the move, never the floor."""
     at = run_page(PAGE, reveal=True, step="Order", T=2)
     no_exception(at)
     [words] = [w for _, w in chart_words(at)]
     for name in ("no mask, no position", "ALiBi"):
         got = Sentences(words).take("line", name=name, x=ACROSS)
-        assert (got["lo"], got["hi"], got["last"]) == (0, 0, 0), (name, got)
+        assert max(abs(got[k]) for k in ("lo", "hi", "last")) < 1e-6, (name, got)
     assert "10⁻⁹" not in words
