@@ -307,9 +307,8 @@ def publish(key: str, value: Any) -> None:
         store.commit(state["code"], state["token"])  # reaching the page's commit()
 
 
-OWN_PARAMS = frozenset(
-    {"room", "present", "ticket"}
-)  # a page's own words in its URL, not the class's
+# A page's own words in its URL, not the class's values.
+OWN_PARAMS = frozenset({"room", "present", "ticket"})
 
 
 def _url(keys: Any = None) -> dict[str, str]:
@@ -330,7 +329,7 @@ def commit() -> None:
     whose URL says otherwise (its Back button, where Streamlit lets the URL win; a join
     link with the student's own values, where a new control does not write the URL) is
     sent round once more to take the room's values as a change, which Streamlit writes
-    into the URL (once per version and URL)."""
+    into the URL (never twice in a row)."""
     state = _state()
     if state and state.get("token"):
         rooms().set_link(state["code"], state["token"], _url())
