@@ -61,11 +61,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _sliders(run) -> list[tuple[int, object]]:
-    """(root container, slider proto) for every slider the run drew, in order."""
+def _sliders(run) -> list[tuple[int, object, str]]:
+    """(root container, slider proto, its fragment's id or "") for every slider the run
+    drew, in order."""
     where = {i: path[0] for path, i in run.places.items()}
     return [
-        (where.get(i, MAIN), e.slider)
+        (where.get(i, MAIN), e.slider, run.fragments.get(i, ""))
         for i, e in enumerate(run.elements)
         if e.WhichOneof("type") == "slider"
     ]
@@ -77,9 +78,9 @@ def pick(run, first_step: bool):
     sliders = _sliders(run)
     order = (SIDEBAR, MAIN) if first_step else (MAIN, SIDEBAR)
     for root in order:
-        for where, s in sliders:
+        for where, s, fragment in sliders:
             if where == root:
-                return where, s
+                return where, s, fragment
     return None
 
 
@@ -120,17 +121,17 @@ def server_side(base: str, pid: int, path: str, qs: str, first_step: bool, n: in
         chosen = pick(run, first_step)
         if chosen is None:
             return None
-        where, s = chosen
+        where, s, fragment = chosen  # a control in a fragment reruns that fragment alone
         states = _two_states(s)
         for i in range(4):  # caches warm on both values
-            c.run(query=qs, widgets=[states[i % 2]])
+            c.run(query=qs, widgets=[states[i % 2]], fragment=fragment)
             time.sleep(PAUSE_S)
         walls, sizes, elements, charts = [], [], [], []
         cpu = 0.0
         for i in range(n):
             time.sleep(PAUSE_S)
             cpu0, t = _cpu_s(pid), time.perf_counter()
-            r = c.run(query=qs, widgets=[states[i % 2]])
+            r = c.run(query=qs, widgets=[states[i % 2]], fragment=fragment)
             walls.append((time.perf_counter() - t) * 1e3)
             cpu += _cpu_s(pid) - cpu0
             sizes.append(r.bytes)

@@ -595,6 +595,11 @@ def cost_step(_: Settings) -> None:
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
+    ui.body(FILE, body)
+
+
+def body() -> None:
+    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls()
     ui.steps(
         {
@@ -607,7 +612,6 @@ def run() -> None:
         },
         s,
     )
-    ui.prev_next(FILE)
 
 
 run()

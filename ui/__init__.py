@@ -10,6 +10,7 @@ from . import (
 )
 from .cache import cache_data, cache_resource, frozen
 from .chrome import (
+    body,
     controls_area,
     device,
     device_badge,
@@ -54,6 +55,7 @@ __all__ = [
     "Lesson",
     "Words",
     "available",
+    "body",
     "bound_editor",
     "cache_data",
     "cache_resource",

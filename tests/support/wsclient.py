@@ -49,6 +49,7 @@ class Run:
     page_hash: str = ""
     timers: list = field(default_factory=list)  # fragment ids the run asked to rerun
     places: dict = field(default_factory=dict)  # delta path: index in `elements`
+    fragments: dict = field(default_factory=dict)  # index in `elements`: its fragment's id
     bytes: int = 0  # the run's ForwardMsgs as they came over the wire (bench/split.py)
     query: str | None = None  # the URL's query as the run last set it (None: it did not)
 
@@ -103,12 +104,13 @@ class WsClient:
 
     def send_rerun(
         self, page: str = "", query: str = "", widgets=(), fragment: str = "",
-        history: bool = False,
+        history: bool = False, auto: bool = True,
     ) -> None:  # fmt: skip
         """Ask for a run: `page` is the URL path's page name (first run), later runs stay
         on the page the last run drew; `widgets` are WidgetState protos; `fragment` asks
-        for that fragment's run, as its timer in a browser does; `history`: the browser's
-        Back or Forward button brought this URL."""
+        for that fragment's run, as its timer in a browser does (`auto=False`: as a move of
+        a control drawn in it does); `history`: the browser's Back or Forward button
+        brought this URL."""
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string, cs.page_script_hash = query, self.page_hash
@@ -116,7 +118,7 @@ class WsClient:
         if page:
             cs.page_name = page
         if fragment:
-            cs.fragment_id, cs.is_auto_rerun = fragment, True
+            cs.fragment_id, cs.is_auto_rerun = fragment, auto
         cs.widget_states.widgets.extend(widgets)
         self.ws.send(msg.SerializeToString())
 
@@ -135,6 +137,7 @@ class WsClient:
                 run.bytes = len(raw)
                 run.elements.clear()  # a new run started: what came before was another's
                 run.places.clear()
+                run.fragments.clear()
                 run.timers.clear()
             elif kind == "navigation":
                 # The page this run draws. new_session's hash can be app.py's own on a
@@ -146,10 +149,12 @@ class WsClient:
                 path = tuple(fm.metadata.delta_path)
                 at = run.places.get(path)
                 if at is None:
-                    run.places[path] = len(run.elements)
+                    run.places[path] = at = len(run.elements)
                     run.elements.append(fm.delta.new_element)
                 else:
                     run.elements[at] = fm.delta.new_element
+                if fm.delta.fragment_id:
+                    run.fragments[at] = fm.delta.fragment_id
             elif kind == "page_info_changed":
                 run.query = fm.page_info_changed.query_string
             elif kind == "auto_rerun":
@@ -160,8 +165,13 @@ class WsClient:
                     return run
         return run
 
-    def run(self, page: str = "", query: str = "", widgets=(), timeout: float = 60) -> Run:
-        self.send_rerun(page, query, widgets)
+    def run(
+        self, page: str = "", query: str = "", widgets=(), timeout: float = 60,
+        fragment: str = "",
+    ) -> Run:  # fmt: skip
+        """A run, as a browser asks for it: `fragment`, the id of the fragment a moved
+        control is drawn in (that fragment's run alone)."""
+        self.send_rerun(page, query, widgets, fragment=fragment, auto=False)
         return self.read_run(timeout)
 
     def close_code(self, timeout: float = 60) -> int | None:
