@@ -169,7 +169,11 @@ def _title(lesson: Lesson) -> None:
             # Filled at the run's end (prev_next): the controls bound to the URL have
             # written this run's values into it by then (a following student's link
             # carries the teacher's values, not the ones the browser sent).
-            _LOCAL.present_slot = st.session_state[_PRESENT_SLOT] = st.empty()
+            _LOCAL.present_slot = st.empty()
+            if classroom.whole_runs():  # no body's run of its own to refresh it (ui.replay
+                st.session_state.pop(_PRESENT_SLOT, None)  # copies the rest of the state)
+            else:
+                st.session_state[_PRESENT_SLOT] = _LOCAL.present_slot
     if share.presenting():  # one row: the title and question, then the closed boxes
         widths = [3.6, 0.95, 1.15, 1.8, 1.3] if classroom.teaching() else [4.2, 0.95, 1.15, 1.55]
         row = st.container(key="ui_title_row")
