@@ -578,11 +578,6 @@ def walkthrough() -> None:
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls()
     ui.steps(
         {
@@ -595,6 +590,7 @@ def body() -> None:
         },
         s,
     )
+    ui.prev_next(FILE)
 
 
 run()

@@ -197,11 +197,6 @@ def live_runs() -> tuple[OrderedDict, Lock]:
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls(shipped())
     sequence_header(s)
     ui.steps(
@@ -215,6 +210,7 @@ def body() -> None:
         },
         s,
     )
+    ui.prev_next(FILE)
 
 
 def controls(sh: Shipped) -> Settings:

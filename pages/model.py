@@ -174,11 +174,6 @@ def contribution_chart(s: Settings):
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls()
     if s is None:
         return
@@ -193,6 +188,7 @@ def body() -> None:
         },
         s,
     )
+    ui.prev_next(FILE)
 
 
 def choose_model() -> str:

@@ -506,11 +506,6 @@ def diversity_try(s: Settings, curve, mqa: bool, pruned: bool) -> list[tuple[str
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     notes = st.container()  # every control's note, the open step's too (filled at the end)
     with notes:
         s = controls()
@@ -532,6 +527,7 @@ def body() -> None:
         metrics(s, held=opened == "Diversity" and not ui.revealed(mqa_key(s)))
     with notes:
         ui.show_notes()
+    ui.prev_next(FILE)
 
 
 run()

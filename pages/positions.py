@@ -439,11 +439,6 @@ def model_step(_: Settings) -> None:
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls()
     ui.steps(
         {
@@ -456,6 +451,7 @@ def body() -> None:
         },
         s,
     )
+    ui.prev_next(FILE)
 
 
 run()

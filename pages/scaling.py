@@ -671,11 +671,6 @@ def check_step(s: Settings) -> None:
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls()
     strip = st.container()  # the four numbers, drawn once the open step's reveals are known
     ui.steps(
@@ -691,6 +686,7 @@ def body() -> None:
     )
     with strip:
         metrics(s)
+    ui.prev_next(FILE)
 
 
 run()

@@ -643,11 +643,6 @@ def controls() -> Settings:
 
 def run() -> None:
     ui.page_header(FILE, W("intro"))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     notes = st.container()  # every control's note, the open step's too, above the tabs
     with notes:
         s = controls()
@@ -664,6 +659,7 @@ def body() -> None:
     )
     with notes:
         ui.show_notes()
+    ui.prev_next(FILE)
 
 
 run()

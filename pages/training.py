@@ -926,15 +926,11 @@ def heads_step(s: Settings) -> None:
 def run() -> None:
     chance = math.log(N_SYMBOLS)
     ui.page_header(FILE, W("intro", n_pairs=N_PAIRS, n_symbols=N_SYMBOLS, chance=chance))
-    ui.body(FILE, body)
-
-
-def body() -> None:
-    """The controls and the open step (ui.body: moving a control reruns this alone)."""
     s = controls()
     ui.steps(
         {"Train": train_step, "Predict": predict_step, "Rows": rows_step, "Heads": heads_step}, s
     )
+    ui.prev_next(FILE)
 
 
 run()

@@ -10,7 +10,6 @@ from . import (
 )
 from .cache import cache_data, cache_resource, frozen
 from .chrome import (
-    body,
     controls_area,
     device,
     device_badge,
@@ -55,7 +54,6 @@ __all__ = [
     "Lesson",
     "Words",
     "available",
-    "body",
     "bound_editor",
     "cache_data",
     "cache_resource",

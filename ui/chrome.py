@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
 from typing import NamedTuple
@@ -12,7 +12,6 @@ import streamlit as st
 import torch
 from streamlit import config as st_config
 from streamlit.runtime.pages_manager import PagesManager
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from attn_core import device_label, pick_device
 from figures import Chart
@@ -36,7 +35,6 @@ from .controls import (
 from .lesson import Lesson, available, by_file
 
 _CONTROLS_SLOT = "_ui_controls_slot"  # session_state: presenter mode's column for Controls
-_PRESENT_SLOT = "_ui_present_slot"  # session_state: the sidebar's place for the presenter link
 PLOTLY_CONFIG = {
     "displaylogo": False,
     "modeBarButtonsToRemove": ["lasso2d", "select2d"],
@@ -91,7 +89,10 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
         controls.leave_page()  # the last page's values and notes do not belong here
         st.session_state["_ui_page"] = file
     classroom.sync(lesson.url_path)  # a following page may switch to the teacher's here
-    _new_run()
+    st.session_state["_ui_chart_n"] = 0
+    st.session_state.pop(controls._NOTED, None)  # this run's noting() blocks record again
+    st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
+    st.session_state.pop(exercises.EXERCISE_LOG, None)  # this run's exercises log again
     # The title block is drawn after the class banner under it: a woken follower's run
     # is replayed from the banner on (ui.replay), so that all but the banner is shared.
     head = st.container()
@@ -115,53 +116,12 @@ def page_header(file: str, intro: str | None = None) -> Lesson:
     return lesson
 
 
-def _new_run() -> None:
-    """What a run of the page's body records anew (a whole run, or its body's alone)."""
-    st.session_state["_ui_chart_n"] = 0
-    st.session_state.pop(controls._NOTED, None)  # this run's noting() blocks record again
-    st.session_state.pop(controls._OPEN_STEP, None)  # set again by this run's ui.steps()
-    st.session_state.pop(exercises.EXERCISE_LOG, None)  # this run's exercises log again
-
-
-def body(file: str, draw: Callable[[], None]) -> None:
-    """The page under its title: `draw()` (the controls and the steps), then Previous/Next.
-
-    A fragment (issue 52): a control's change reruns the body alone, its controls in the
-    sidebar with it, and the title, the introduction, the sidebar's navigation and share
-    box stay as they are. The browser redraws only what the body sends; each element it
-    redraws costs it a few ms, so a page whose whole run sends 40 elements is slow where
-    its body's 25 are not. A student in a class (and a teacher's second device) runs
-    whole pages, as the room wakes them (classroom.whole_runs)."""
-    if classroom.whole_runs():
-        _body(file, draw)
-    else:
-        _body_fragment(file, draw)
-
-
-def _body(file: str, draw: Callable[[], None]) -> None:
-    ctx = get_script_run_ctx()
-    if ctx is not None and ctx.fragment_ids_this_run:  # the body's own run
-        _new_run()
-        # the sidebar's presenter link, made by the whole run, gets this run's URL
-        _LOCAL.present_slot = st.session_state.get(_PRESENT_SLOT)
-        if held := runtime.slowed():  # (a whole run says so under the title)
-            n, gap = held
-            st.info(content.words("kit", "runtime.slowed", n=n, s="" if n == 1 else "s",
-                                  gap=gap), icon=":material/speed:")  # fmt: skip
-    draw()
-    prev_next(file)
-
-
-_body_fragment = st.fragment(_body)
-
-
 def _title(lesson: Lesson) -> None:
     """The page's styles, the sidebar's share box, its title and its question."""
     st.html(_FOCUS_CSS)
     st.html(_SCROLLABLE_JS, unsafe_allow_javascript=True)
     if share.presenting():
         st.html(share.PRESENT_CSS)
-        st.session_state.pop(_PRESENT_SLOT, None)  # no sidebar: the footer has the link
     else:
         with st.sidebar:
             st.markdown("**Share this view**")
@@ -170,10 +130,6 @@ def _title(lesson: Lesson) -> None:
             # written this run's values into it by then (a following student's link
             # carries the teacher's values, not the ones the browser sent).
             _LOCAL.present_slot = st.empty()
-            if classroom.whole_runs():  # no body's run of its own to refresh it (ui.replay
-                st.session_state.pop(_PRESENT_SLOT, None)  # copies the rest of the state)
-            else:
-                st.session_state[_PRESENT_SLOT] = _LOCAL.present_slot
     if share.presenting():  # one row: the title and question, then the closed boxes
         widths = [3.6, 0.95, 1.15, 1.8, 1.3] if classroom.teaching() else [4.2, 0.95, 1.15, 1.55]
         row = st.container(key="ui_title_row")

@@ -89,15 +89,6 @@ def teaching() -> bool:
     return bool(state and state.get("token"))
 
 
-def whole_runs() -> bool:
-    """Whether this session's page runs whole on every change (ui.chrome.body): a student
-    in a class or a teacher's second device. The room drives their pages, a woken run is
-    shared whole (ui.replay), and a student's own move is told from a poll's echo by the
-    run it starts (`_echo`)."""
-    state = _state()
-    return bool(state and not state.get("token"))
-
-
 def _student() -> str:
     return st.session_state.setdefault(_STUDENT, secrets.token_hex(8))
 

@@ -189,13 +189,13 @@ def wait_idle(page, timeout_ms: int = 60_000) -> None:
 
 def click_and_wait_run(page, locator, timeout_ms: int = 60_000) -> None:
     """Click `locator` and wait until the run it starts has finished: a whole run's
-    script_finished, or the page body's (ui.body, a fragment), has arrived after the
-    click (not an idle moment before that run began, when the old step's elements are
-    still on the page), then the page is idle and has settled."""
+    script_finished has arrived after the click (not an idle moment before that run
+    began, when the old step's elements are still on the page), then the page is idle
+    and has settled."""
     ends = page.evaluate("() => window.__finished.length")
     locator.click()
     page.wait_for_function(
-        f"() => window.__finished.slice({ends}).some(([, status]) => status === 0 || status === 3)"
+        f"() => window.__finished.slice({ends}).some(([, status]) => status === 0)"
         f" && document.querySelector('{IDLE}') !== null",
         timeout=timeout_ms,
         polling=50,
